@@ -377,14 +377,35 @@ def _span_keywords(spans: _Spans, with_length: bool = True) -> str:
     return ", ".join(f"{name}={value}" for name, value in roles.items() if value is not None)
 
 
-def _aligned_spans_hint(arguments: str, call: str) -> str:
+def _aligned_spans_hint(arguments: str, call: str, table: bool = True) -> str:
     """The fix of a span function's mask that is no prefix of each row (sub-word pieces
     masked out): a span runs over words, so the chain's inputs are aligned by
     :func:`~calib_metrics.models.left_align` (``arguments``) and every span function called
-    on that one batch (``call``); its queries are flat, with nothing to restore."""
+    on that one batch (``call``). A ``table`` (``[B', T, max_length]``, of
+    :func:`span_marginals`, :func:`span_indicators`, :func:`spans_inside`) is over aligned
+    positions, and the hint says how they map back (``LeftAligned.restore`` would put a
+    span's start back but not the tokens it runs over); span_queries' are flat, with
+    nothing to map.
+
+    Example:
+        >>> print(_aligned_spans_hint("emissions, mask=mask", "f(aligned.mask)"))
+         (a [CLS], sub-word pieces or a row masked out? spans run over the kept tokens
+         moved to the front, in one aligned batch for the marginals and the gold tags;
+         the result's [i, t, l] is then the span over row aligned.rows[i]'s tokens
+         aligned.positions[i, t : t + l + 1] (spans are over aligned positions: no
+         aligned.restore): from calib_metrics.models import left_align; aligned =
+         left_align(emissions, mask=mask); f(aligned.mask))
+    """
+    mapped = (
+        "; the result's [i, t, l] is then the span over row aligned.rows[i]'s tokens"
+        " aligned.positions[i, t : t + l + 1] (spans are over aligned positions: no"
+        " aligned.restore)"
+        if table
+        else ""
+    )
     return (
         " (a [CLS], sub-word pieces or a row masked out? spans run over the kept tokens"
-        " moved to the front, in one aligned batch for the marginals and the gold tags:"
+        f" moved to the front, in one aligned batch for the marginals and the gold tags{mapped}:"
         f" from calib_metrics.models import left_align; aligned = left_align({arguments});"
         f" {call})"
     )
@@ -495,8 +516,14 @@ def span_marginals(
     )
     bilou = last is not None
     linear_chain.refuse_vmap("span_marginals", emissions, transitions, start, end, mask)
-    chain = linear_chain.pairwise_rows(
-        emissions, transitions, start, end, mask, rows=(begin, inside)
+    spans = _Spans(begin, inside, max_length, last, unit)
+    call = (
+        "span_marginals(aligned.emissions, transitions, start, end, aligned.mask, "
+        f"{_span_keywords(spans)})"
+    )
+    hint = _aligned_spans_hint("emissions, mask=mask", call)
+    chain = linear_chain.hinted_pairwise_rows(
+        emissions, transitions, start, end, mask, rows=(begin, inside), hint=hint
     )
     uni, pair = chain.unigram, chain.pairwise  # [B, T-1, 2, K]: `begin`'s, `inside`'s rows
     total = pair.sum(-1)
@@ -675,7 +702,7 @@ def span_queries(
         f"aligned.mask, {_span_keywords(spans)}); "
         f"span_queries(span_probs, aligned.tags, aligned.mask, {roles})"
     )
-    hint = _aligned_spans_hint("emissions, tags, mask", call)
+    hint = _aligned_spans_hint("emissions, tags, mask", call, table=False)
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True, hint=hint)
     _check_span_tags(tags, mask)
     gold = _span_indicators(tags, mask, spans)

@@ -309,6 +309,38 @@ def test_span_errors_name_the_aligned_batch_of_marginals_and_gold_spans() -> Non
     assert inside[:, 0, 0].all() and inside.shape == (5, 7, 3)
 
 
+def test_span_marginals_hint_computes_spans_on_the_aligned_chain_and_maps_them_back() -> None:
+    """span_marginals' own mask error had ended with the chain functions' hint, "call again
+    on the kept tokens ...; aligned.restore(...) puts per-token results back", which does
+    not apply to a table of spans (restore would put a span's start back, not the tokens it
+    runs over) and named no call. It now names span_marginals on the aligned chain, and
+    entry [i, t, l] as the span over row aligned.rows[i]'s tokens
+    aligned.positions[i, t : t + l + 1]; followed as written, each kept sentence's spans
+    are those of the sentence alone, at the original tokens the hint names."""
+    emissions, tags = _sub_word_batch()
+    mask = tags != PAD
+    spans = {"begin": 1, "inside": 2, "max_length": 3}
+    with pytest.raises(ValueError, match=r"mask\[:, 0\]|left-aligned") as caught:
+        span_marginals(*_chain(emissions), mask, **spans)
+    message = str(caught.value)
+    assert "restore(...)" not in message and "per-token results" not in message
+    assert "aligned.positions[i, t : t + l + 1]" in message, message
+    names = _span_names(emissions, tags, mask)
+    table = _run(_told_code(caught), names)
+    aligned = names["aligned"]
+    assert isinstance(table, torch.Tensor) and table.shape == (5, 7, 3)
+    for i, row in enumerate(aligned.rows.tolist()):
+        kept = int(mask[row].sum())
+        own = span_marginals(*_chain(emissions[row][mask[row]][None]), **spans)[0]
+        torch.testing.assert_close(table[i, :kept], own, rtol=0, atol=1e-12)
+        # The tokens entry [i, t, l] runs over, as the hint maps them back.
+        words = mask[row].nonzero().squeeze(1)
+        for t in range(kept):
+            for length in range(min(3, kept - t)):
+                over = aligned.positions[i, t : t + length + 1]
+                assert over.tolist() == words[t : t + length + 1].tolist()
+
+
 def test_nothing_moved_is_returned_as_given() -> None:
     """A batch every row of which keeps a prefix had paid an argsort and two copies of the
     emissions (several times a clone); it is the inputs themselves, read once."""

@@ -597,10 +597,15 @@ def _entry_checks(function: str, validate_args: object, *tensors: Tensor | None)
     check_flag("validate_args", validate_args)
 
 
-def _prepare(function, emissions, transitions, start, end, mask, compute_dtype, validate_args=True):
+def _prepare(
+    function, emissions, transitions, start, end, mask, compute_dtype, validate_args=True,
+    hint=None,
+):  # fmt: skip
+    """The chain's inputs checked (with ``validate_args``; a mask's layout error ends with
+    ``hint``, default :func:`left_align_hint`) and cast to the compute dtype."""
     _entry_checks(function, validate_args, emissions, transitions, start, end, mask)
     if validate_args:
-        mask = _check_inputs(emissions, transitions, start, end, mask)
+        mask = _check_inputs(emissions, transitions, start, end, mask, hint)
     elif mask is None:
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     else:
@@ -920,9 +925,32 @@ def pairwise_rows(
         >>> out.pairwise.shape, out.pairwise[0, 0, 0].tolist()  # P(y_0 = 1, y_1 = j)
         (torch.Size([1, 1, 1, 3]), [0.1111111111111111, 0.1111111111111111, 0.1111111111111111])
     """
+    return hinted_pairwise_rows(
+        emissions, transitions, start, end, mask, rows=rows, hint=None,
+        compute_dtype=compute_dtype, validate_args=validate_args,
+    )  # fmt: skip
+
+
+def hinted_pairwise_rows(
+    emissions: Tensor,
+    transitions: Tensor,
+    start: Tensor,
+    end: Tensor,
+    mask: Tensor | None = None,
+    *,
+    rows: tuple[int, ...] | list[int],
+    hint: str | None,
+    compute_dtype: torch.dtype | None = None,
+    validate_args: bool = True,
+) -> ChainMarginals:
+    """:func:`pairwise_rows` whose mask's layout error ends with ``hint``, its caller's own
+    fix (:func:`~calib_metrics.queries.span_marginals`': its table is of spans over aligned
+    positions, which ``LeftAligned.restore`` does not map back); None:
+    :func:`left_align_hint`."""
     em, tr, st, en, mask = _prepare(
-        "pairwise_rows", emissions, transitions, start, end, mask, compute_dtype, validate_args
-    )
+        "pairwise_rows", emissions, transitions, start, end, mask, compute_dtype, validate_args,
+        hint,
+    )  # fmt: skip
     if validate_args:
         rows = _check_rows(rows, em.shape[2])
     with torch.no_grad():
