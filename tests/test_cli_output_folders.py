@@ -73,14 +73,20 @@ def test_an_output_file_ending_in_a_slash_is_refused(capsys, argv) -> None:
         ["recalibrate", "d.csv", "t.csv", "--plot", "-"],
         ["demo", "--quick", "--out", "-"],
         ["demo", "--quick", "--img", "-"],
+        # Every experiment's --out (options.add_out) had taken "-", to make a folder "-".
+        *(
+            ["reproduce", name, "--quick", "--data", "no-data", "--out", "-"]
+            for name in ("pos", "coref", "events", "sentiment", "twitter-pos", "ner")
+        ),
     ],
 )
 def test_a_dash_for_an_output_is_refused_not_made_a_file(tmp_path, capsys, monkeypatch, argv):
-    # "--html -" had written a file named "-" in the current folder.
+    # "--html -" had written a file named "-" in the current folder. Refused as parsed:
+    # before the data (--data names none) are looked for.
     monkeypatch.chdir(tmp_path)
     option = argv[-2]
     line = one_line_error(capsys, *argv)
-    kind = "folder" if argv[0] == "demo" else "file"
+    kind = "folder" if argv[0] in ("demo", "reproduce") else "file"
     assert f"argument {option}: '-' is not stdout here: give a {kind} name" in line
     assert ("--json for stdout" in line) == (kind == "file")
     assert list(tmp_path.iterdir()) == []
@@ -93,6 +99,15 @@ def test_an_empty_demo_folder_is_reported_as_given(tmp_path, capsys, monkeypatch
     argv = ["demo", "--quick", "--out", tmp_path / "out", option, ""]
     line = one_line_error(capsys, *argv)
     assert f"argument {option}: '' is an empty path: give a folder name" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_experiment_folder_is_reported_as_given(tmp_path, capsys, monkeypatch):
+    # reproduce's --out "" had been taken as the current folder, as demo's had.
+    monkeypatch.chdir(tmp_path)
+    argv = ["reproduce", "ner", "--quick", "--data", "no-data", "--out", ""]
+    line = one_line_error(capsys, *argv)
+    assert "argument --out: '' is an empty path: give a folder name" in line
     assert list(tmp_path.iterdir()) == []
 
 

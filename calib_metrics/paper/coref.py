@@ -85,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         (True, 5000, 1000, None)
     """
     parser.add_argument("--data", default=None, help=data_help())
-    parser.add_argument("--out", default="out/coref", help="output folder")
+    options.add_out(parser, "coref")
     parser.add_argument(
         "--quick",
         action="store_true",

@@ -86,9 +86,7 @@ class _LogProgress:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--out", type=output_folder_path, default=Path("out/demo"), help="output folder"
-    )
+    options.add_out(parser, "demo")
     parser.add_argument(
         "--n", type=int, default=None, help=options.quick_help("pairs per setting", SIZES, "n")
     )

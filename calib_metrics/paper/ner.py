@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         (6, 10, None, 'bio')
     """
     parser.add_argument("--data", default=None, help=data_help())
-    parser.add_argument("--out", default="out/ner", help="output folder")
+    options.add_out(parser, "ner")
     parser.add_argument(
         "--quick",
         action="store_true",

@@ -31,6 +31,7 @@ from calib_metrics.few_bins import option_name
 from calib_metrics.functional.errors import check_int
 
 __all__ = [
+    "add_out",
     "check_draws",
     "check_file",
     "check_in_range",
@@ -120,6 +121,29 @@ def check_in_range(args: argparse.Namespace, name: str, low: int, high: int) -> 
         raise ValueError(
             f"{option_name(name, cli=True)} must be an integer in [{low}, {high}], got {value}"
         )
+
+
+def add_out(parser: argparse.ArgumentParser, name: str) -> None:
+    """Every experiment's ``--out``, its output folder (default ``out/<name>``), checked as
+    it is parsed, before any data are read: an empty path or ``-`` (no stream here) is
+    refused in one line (:func:`~calib_metrics.cli.output_folder_path`, as ``evaluate``'s
+    outputs are); ``reproduce``'s had made a folder named ``-``.
+
+    Example:
+        >>> p = argparse.ArgumentParser(prog="pos", exit_on_error=False)
+        >>> add_out(p, "pos")
+        >>> p.parse_args([]).out.as_posix()
+        'out/pos'
+        >>> p.parse_args(["--out", "-"])
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentError: argument --out: '-' is not stdout here: give a folder name
+    """
+    from calib_metrics.cli import output_folder_path
+
+    parser.add_argument(
+        "--out", type=output_folder_path, default=Path("out") / name, help="output folder"
+    )
 
 
 def check_draws(args: argparse.Namespace, name: str) -> None:

@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         (True, 5000, 'ewt')
     """
     parser.add_argument("--data", default=None, help=data_help())
-    parser.add_argument("--out", default="out/pos", help="output folder")
+    options.add_out(parser, "pos")
     parser.add_argument("--domain", choices=sorted(DOMAINS), default="ewt", help="corpus")
     parser.add_argument("--column", choices=("xpos", "upos"), default="xpos", help="tag column")
     parser.add_argument(

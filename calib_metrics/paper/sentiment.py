@@ -72,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         [0.6, 0.2, 0.2]
     """
     parser.add_argument("--data", default=None, help=data_help())
-    parser.add_argument("--out", default="out/sentiment", help="output folder")
+    options.add_out(parser, "sentiment")
     parser.add_argument(
         "--dataset",
         choices=("auto", TWITTER, POLARITY),

@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         (True, [0.1], None)
     """
     parser.add_argument("--data", default=None, help=data_help())
-    parser.add_argument("--out", default="out/twitter-pos", help="output folder")
+    options.add_out(parser, "twitter-pos")
     parser.add_argument(
         "--quick",
         action="store_true",

@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--data", default=None, help=data_help("GUM's folder, or a folder or file of CoNLL-U")
     )
-    parser.add_argument("--out", default="out/events", help="output folder")
+    options.add_out(parser, "events")
     parser.add_argument(
         "--lexicon",
         default=None,
