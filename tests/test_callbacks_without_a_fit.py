@@ -16,7 +16,14 @@ from calib_metrics.recalibration import TemperatureScaling
 
 KEY_PAIRS = [
     (CalibrationMonitor, {"probs_key": "p", "target_key": "p"}, "probs_key and target_key"),
-    (CalibrationMonitor, {"probs_key": "groups"}, "probs_key and groups_key (default 'groups')"),
+    (CalibrationMonitor, {"probs_key": "groups"}, "probs_key and groups_key"),
+    # groups_key given, at its default's value: it had been named "groups_key (default
+    # 'groups')", as if left out; the message cannot tell, and names no default.
+    (
+        CalibrationMonitor,
+        {"probs_key": "groups", "groups_key": "groups"},
+        "probs_key and groups_key",
+    ),
     (CalibrationMonitor, {"target_key": "g", "groups_key": "g"}, "target_key and groups_key"),
     (TemperatureRecalibration, {"logits_key": "z", "target_key": "z"}, "logits_key and target_key"),
 ]
@@ -26,12 +33,14 @@ KEY_PAIRS = [
 def test_one_key_for_two_outputs_is_refused_at_construction(
     make: type, keys: dict[str, str], named: str
 ) -> None:
-    """Accepted before, and the first batch failed naming a shape or a dtype, not the keys;
-    a key the user left at its default is named with it."""
+    """Accepted before, and the first batch failed naming a shape or a dtype, not the keys.
+    The message names the two options and their one value, and never calls a key the
+    default: one passed explicitly cannot be told from one left out."""
     value = next(iter(keys.values()))
     options = {"num_classes": 3} if make is CalibrationMonitor else {}
-    with pytest.raises(ValueError, match=re.escape(f"{named} must differ, both {value!r}")):
+    with pytest.raises(ValueError, match=re.escape(f"{named} must differ, both {value!r}")) as e:
         make(**options, **keys)
+    assert "default" not in str(e.value)
 
 
 @pytest.mark.parametrize(("make", "keys"), [(make, keys) for make, keys, _ in KEY_PAIRS])

@@ -6,9 +6,8 @@ run; found in the constructor it costs nothing.
 
 from __future__ import annotations
 
-import inspect
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -27,46 +26,25 @@ def check_key(name: str, value: Any) -> None:
         )
 
 
-def check_keys_differ(keys: dict[str, str], defaults: dict[str, Any]) -> None:
+def check_keys_differ(keys: dict[str, str]) -> None:
     """The keys of the step's output dict, by option name, are all different: one key
     cannot hold both the probabilities and the targets (the failure came at the first
-    batch, naming a shape or a dtype, not the keys). A key left at its default
-    (``defaults``: the options' defaults) is named with it, as the user did not write it.
-    Not for a callback given ``extract``, which replaces the keys.
+    batch, naming a shape or a dtype, not the keys). Not for a callback given ``extract``,
+    which replaces the keys. The message names the options and their one value, not which
+    of them the user wrote: a default passed explicitly cannot be told from one left out
+    (``groups_key="groups"`` given had been called "groups_key (default 'groups')").
 
     Example:
-        >>> check_keys_differ({"probs_key": "p", "target_key": "p"}, {})
+        >>> check_keys_differ({"probs_key": "p", "target_key": "p"})
         Traceback (most recent call last):
         ...
         ValueError: probs_key and target_key must differ, both 'p'
-        >>> check_keys_differ({"probs_key": "groups", "groups_key": "groups"},
-        ...                   {"groups_key": "groups"})
-        Traceback (most recent call last):
-        ...
-        ValueError: probs_key and groups_key (default 'groups') must differ, both 'groups'
     """
-
-    def named(name: str, key: str) -> str:
-        return f"{name} (default {key!r})" if defaults.get(name) == key else name
-
     seen: dict[str, str] = {}
     for name, key in keys.items():
         if key in seen:
-            raise ValueError(
-                f"{named(seen[key], key)} and {named(name, key)} must differ, both {key!r}"
-            )
+            raise ValueError(f"{seen[key]} and {name} must differ, both {key!r}")
         seen[key] = name
-
-
-def defaults_of(function: Callable[..., Any]) -> dict[str, Any]:
-    """The defaults of ``function``'s parameters, by name (for :func:`check_keys_differ`).
-
-    Example:
-        >>> defaults_of(lambda probs_key="probs", *, extract=None: None)
-        {'probs_key': 'probs', 'extract': None}
-    """
-    parameters = inspect.signature(function).parameters.values()
-    return {p.name: p.default for p in parameters if p.default is not inspect.Parameter.empty}
 
 
 def check_prefix(value: Any) -> None:

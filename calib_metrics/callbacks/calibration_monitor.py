@@ -210,7 +210,7 @@ class CalibrationMonitor(Callback):
         for name, key in keys.items():
             checks.check_key(name, key)
         if extract is None:  # extract replaces the keys: they may be anything then
-            checks.check_keys_differ(keys, checks.defaults_of(CalibrationMonitor.__init__))
+            checks.check_keys_differ(keys)
         if prefix is not None:
             checks.check_prefix(prefix)
         for name, flag in (("per_class", per_class), ("prog_bar", prog_bar), ("smooth", smooth)):

@@ -153,7 +153,7 @@ class TemperatureRecalibration(Callback):
         for name, key in keys.items():
             checks.check_key(name, key)
         if extract is None:  # extract replaces the keys: they may be anything then
-            checks.check_keys_differ(keys, checks.defaults_of(TemperatureRecalibration.__init__))
+            checks.check_keys_differ(keys)
         checks.check_extract(extract)
         check_ignore_index(ignore_index)
         checks.check_prefix(prefix)
