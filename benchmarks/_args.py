@@ -1,4 +1,5 @@
-"""Argument types the benchmark scripts share: counts and sizes of at least 1, devices.
+"""Argument types the benchmark scripts share: counts and sizes of at least 1, bounded
+numbers, bin sizes, devices.
 
 A size, batch or repeat count of 0 or less had run into the script's loops and stopped
 there with a traceback (``range() arg 3 must not be zero``, an empty median, no pairs
@@ -7,12 +8,18 @@ on a machine without CUDA (a page-long ATen error). As an argparse ``type``, the
 it while the command line is read: the usual ``usage`` line and one ``error: argument
 --batch: ...`` line, exit status 2. ``--threads`` is a :func:`count` in every script that
 takes it; left out, torch chooses (0 is refused, not read as "the default").
+
+A number option (a shift, a scale, a correlation, a tolerance, a quantile level) is a
+:func:`number` with the bounds where the study means something: 0, a negative value, NaN
+or infinity had run on into a math domain error, the library's refusal of probabilities
+outside [0, 1], an empty median, or a table of meaningless numbers.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 
 def count(text: str) -> int:
@@ -94,6 +101,84 @@ def size(text: str) -> float:
             f"must be a whole number of pairs of at least 1, not {text!r}"
         )
     return value
+
+
+def bin_size(text: str) -> int | str:
+    """``auto`` (the library's ⌈√N⌉) or a whole number of pairs per bin of at least 1, as
+    the library's ``bin_size`` takes it (``0`` had stopped in its traceback, ``1e2`` in
+    ``int()``'s).
+
+    Example:
+        >>> bin_size("auto"), bin_size("1e3")
+        ('auto', 1000)
+        >>> bin_size("0")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be auto or a bin size of at least 1, not '0'
+    """
+    if text == "auto":
+        return text
+    try:
+        return count(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"must be auto or a bin size of at least 1, not {text!r}"
+        ) from None
+
+
+def number(
+    low: float = -math.inf,
+    high: float = math.inf,
+    *,
+    above: bool = False,
+    below: bool = False,
+    why: str = "",
+) -> Callable[[str], float]:
+    """The argparse type of a finite number from ``low`` to ``high`` (``above``: more than
+    ``low``; ``below``: less than ``high``); ``why``, if given, follows the bounds in the
+    refusal.
+
+    Example:
+        >>> shift = number(0, 0.05, above=True)
+        >>> shift("1e-4")
+        0.0001
+        >>> shift("0")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a number above 0 and at most 0.05, not '0'
+    """
+    bounds = []
+    if low > -math.inf and high < math.inf and not (above or below):
+        bounds.append(f"from {low:g} to {high:g}")
+    else:
+        if low > -math.inf:
+            bounds.append(f"above {low:g}" if above else f"of at least {low:g}")
+        if high < math.inf:
+            bounds.append(f"below {high:g}" if below else f"at most {high:g}")
+    wanted = "a number " + " and ".join(bounds) if bounds else "a finite number"
+    reason = f" ({why})" if why else ""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        inside = (
+            math.isfinite(value)
+            and (value > low if above else value >= low)
+            and (value < high if below else value <= high)
+        )
+        if not inside:
+            raise argparse.ArgumentTypeError(f"must be {wanted}{reason}, not {text!r}")
+        return value
+
+    return parse
+
+
+# A scale, a Beta or Dirichlet parameter, a tolerance; a Gaussian copula's correlation.
+positive = number(0, above=True)
+non_negative = number(0)
+correlation = number(0, 1)
 
 
 def device(text: str) -> str:

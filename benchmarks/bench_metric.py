@@ -58,7 +58,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._args import count, device, size  # noqa: E402
+from benchmarks._args import at_least_two, count, device, size  # noqa: E402
 from benchmarks._record import command_line, load_average, machine_load  # noqa: E402
 from calib_metrics.functional import calibration_error, calibration_error_ci  # noqa: E402
 
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--threads", type=count, default=None, help="torch threads (default: torch's choice)"
     )
-    parser.add_argument("--samples", type=count, default=10000, help="interval draws S")
+    parser.add_argument("--samples", type=at_least_two, default=10000, help="interval draws S")
     parser.add_argument(
         "--bin-size",
         type=count,

@@ -28,7 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count
+from benchmarks._args import at_least_two, count
 from calib_metrics.functional import compare_calibration_by_label, holm_adjust
 from calib_metrics.functional.comparison_by_label import (
     SMALL_LABEL_UNITS,
@@ -74,7 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--labels", type=count, default=100)
     parser.add_argument("--per-label", type=count, default=50)
-    parser.add_argument("--samples", type=count, nargs="+", default=[300, 2000])
+    parser.add_argument("--samples", type=at_least_two, nargs="+", default=[300, 2000])
     parser.add_argument("--data-sets", type=count, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import coverage_compare
 
-from benchmarks._args import count
+from benchmarks._args import at_least_two, count, number
 from calib_metrics.functional import comparison
 
 RATIOS: list[float] = []
@@ -80,12 +80,18 @@ def settings() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shifts", type=float, nargs="+", default=[1e-9, 1e-6, 1e-5, 1e-4])
-    parser.add_argument("--reps", type=count, default=40)
-    parser.add_argument("--draws", type=count, default=300)
     parser.add_argument(
-        "--near-copy", type=float, default=None,
-        help="the hand-over ratio (0: never hand over: the 2 × 2 map alone)",
+        "--shifts",
+        type=number(0, 0.05, above=True, why="b = a + ε stays a probability: a is at most 0.95"),
+        nargs="+",
+        default=[1e-9, 1e-6, 1e-5, 1e-4],
+        help="ε: b's true error, above 0 and at most 0.05",
+    )
+    parser.add_argument("--reps", type=count, default=40)
+    parser.add_argument("--draws", type=at_least_two, default=300)
+    parser.add_argument(
+        "--near-copy", type=number(0, 1, why="a ratio of the smaller eigenvalue to the larger"),
+        default=None, help="the hand-over ratio, 0 to 1 (0: never hand over: the 2 × 2 map alone)",
     )  # fmt: skip
     parser.add_argument("--no-settings", action="store_true", help="the near-copies only")
     args = parser.parse_args()

@@ -41,7 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._args import count
+from benchmarks._args import at_least_two
 from benchmarks._record import command_line, load_average, machine_load
 from calib_metrics.functional import calibration_error, compare_calibration
 
@@ -121,8 +121,15 @@ def spreads(n: int, reps: int, draws: int, seed: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--reps", type=count, default=300, help="data sets per row (300)")
-    parser.add_argument("--draws", type=count, default=2000, help="paired draws per test (2,000)")
+    parser.add_argument(
+        "--reps",
+        type=at_least_two,
+        default=300,
+        help="data sets per row (300; ≥ 2: --spread gives their sd)",
+    )
+    parser.add_argument(
+        "--draws", type=at_least_two, default=2000, help="paired draws per test (2,000)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spread", action="store_true", help="the spreads at N = 3,000")
     args = parser.parse_args()

@@ -21,7 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import at_least_two, count
+from benchmarks._args import at_least_two, bin_size, count, number
 from calib_metrics.functional import compare_calibration
 
 ESTIMATORS = {
@@ -35,16 +35,22 @@ ESTIMATORS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=2000, help="pairs per data set")
-    parser.add_argument("--reps", type=count, default=200, help="data sets")
+    parser.add_argument(
+        "--reps", type=at_least_two, default=200, help="data sets (≥ 2: their sd is printed)"
+    )
     parser.add_argument("--draws", type=at_least_two, default=200, help="paired bootstrap draws")
-    parser.add_argument("--shift", type=float, default=0.04, help="c: a = q + c, b = q - c")
-    parser.add_argument("--bin-size", default="auto", help="'auto' or an integer")
+    parser.add_argument(
+        "--shift",
+        type=number(0, 0.1, above=True, why="a = q + c and b = q − c stay in [0, 1]"),
+        default=0.04,
+        help="c: a = q + c, b = q - c, above 0 and at most 0.1",
+    )
+    parser.add_argument("--bin-size", type=bin_size, default="auto", help="'auto' or an integer")
     parser.add_argument("--seed", type=int, default=100)
     args = parser.parse_args()
-    bin_size = args.bin_size if args.bin_size == "auto" else int(args.bin_size)
     torch.set_num_threads(1)
     print(f"N = {args.n}, {args.reps} data sets, {args.draws} draws, c = {args.shift}, "
-          f"bin_size = {bin_size}, seed {args.seed}")  # fmt: skip
+          f"bin_size = {args.bin_size}, seed {args.seed}")  # fmt: skip
     columns = ("rejection at α = 0.05", "interval holds 0", "width / 3.92", "sd of the difference")
     print(f"| estimator | {' | '.join(columns)} |")
     print("|---|---|---|---|---|")
@@ -57,7 +63,7 @@ def main() -> None:
             y = torch.bernoulli(q, generator=g)
             r = compare_calibration(
                 q + args.shift, q - args.shift, y, n_samples=args.draws, generator=g,
-                bin_size=bin_size, **options,
+                bin_size=args.bin_size, **options,
             )  # fmt: skip
             rejected += float(r.p_value) <= 0.05
             covered += float(r.lower) <= 0 <= float(r.upper)

@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's benchmarks/
 
-from benchmarks._args import count
+from benchmarks._args import at_least_two, count
 from benchmarks.coverage_compare import SETTINGS, labels
 from calib_metrics.functional import compare_calibration
 from calib_metrics.functional import comparison as cmp
@@ -123,8 +123,10 @@ def run(setting: str, n: int, reps: int, draws: int, seed: int, construction: st
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=100_000)
-    parser.add_argument("--reps", type=count, default=30)
-    parser.add_argument("--draws", type=count, default=300)
+    parser.add_argument(
+        "--reps", type=at_least_two, default=30, help="data sets (≥ 2: their sd is printed)"
+    )
+    parser.add_argument("--draws", type=at_least_two, default=300)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--settings", nargs="+", default=["both calibrated"], choices=SETTINGS)
     parser.add_argument("--construction", choices=sorted(CONSTRUCTIONS), default="joint")

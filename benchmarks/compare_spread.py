@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count, draws_or_none
+from benchmarks._args import at_least_two, correlation, count, draws_or_none
 from benchmarks.coverage_compare import (
     GROUP_SIZE,
     RHO,
@@ -99,12 +99,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
     parser.add_argument("--n", type=count, default=10_000)
-    parser.add_argument("--data-sets", type=count, default=30)
+    parser.add_argument(
+        "--data-sets", type=at_least_two, default=30, help="≥ 2: their sd is printed"
+    )
     parser.add_argument("--draws", type=draws_or_none, default=200)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
     parser.add_argument("--group-size", type=count, default=GROUP_SIZE)
-    parser.add_argument("--rho", type=float, default=RHO, help="grouped labels' correlation")
+    parser.add_argument(
+        "--rho", type=correlation, default=RHO, help="grouped labels' correlation, 0 to 1"
+    )
     args = parser.parse_args()
     use_group_size(args.group_size)
     use_label_correlation(args.rho)

@@ -46,7 +46,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import at_least_two, count, size, zero_or_at_least_two
+from benchmarks._args import (
+    at_least_two,
+    bin_size,
+    count,
+    number,
+    positive,
+    size,
+    zero_or_at_least_two,
+)
 from calib_metrics.functional.auto_bin import auto_bin_size
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import compute_bins
@@ -95,42 +103,31 @@ def bin_size_of(beta: int | str, n: int) -> int:
 def _bin_size_arg(text: str) -> int | str:
     """A β of ``--bin-sizes``: ``auto``, ``cbrt``, ``auto*C`` with C > 0, or a whole number
     of pairs of at least 1 (0 had stopped in a ZeroDivisionError, −3 in the library)."""
-    if text in ("auto", "cbrt") or (text.startswith("auto*") and _positive(text[5:])):
+    if text == "cbrt" or (text.startswith("auto*") and _is_positive(text[5:])):
         return text
     try:
-        return count(text)
+        return bin_size(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(
             f"must be auto, cbrt, auto*C with C > 0, or a bin size of at least 1, not {text!r}"
         ) from None
 
 
-def _positive(text: str) -> bool:
+def _is_positive(text: str) -> bool:
     try:
-        return 0 < float(text) < math.inf
-    except ValueError:
+        positive(text)
+    except argparse.ArgumentTypeError:
         return False
+    return True
 
 
-def _shape(text: str) -> float:
-    """A Beta or Dirichlet parameter: a number above 0 (−1 had stopped in lgamma)."""
-    if not _positive(text):
-        raise argparse.ArgumentTypeError(f"must be a number above 0, not {text!r}")
-    return float(text)
-
-
-def _rho(text: str) -> float:
-    """The copula correlation: from 0 to ``RHO_MAX``, where the grouped truth is accurate."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0 <= value <= RHO_MAX:
-        raise argparse.ArgumentTypeError(
-            f"must be from 0 to {RHO_MAX} (above, the grouped true error's 64-node "
-            f"Gauss–Hermite integral drifts: off by 2e-6 at 0.93, 5e-3 at 0.99), not {text!r}"
-        )
-    return value
+# The copula correlation: from 0 to RHO_MAX, where the grouped truth is accurate.
+_rho = number(
+    0,
+    RHO_MAX,
+    why="above, the grouped true error's 64-node Gauss–Hermite integral drifts: "
+    "off by 2e-6 at 0.93, 5e-3 at 0.99",
+)
 
 
 def _target_reps(text: str) -> int:
@@ -511,8 +508,10 @@ def parser() -> argparse.ArgumentParser:
         help="cap on repetitions × N per setting (fewer reps at large N, at least 2; the "
         "default allows all 500 at N = 1e6)",
     )
-    p.add_argument("--samples", type=count, default=400, help="interval draws S")
-    p.add_argument("--samples-large", type=count, default=200, help="interval draws at N=1e6")
+    p.add_argument("--samples", type=at_least_two, default=400, help="interval draws S (≥ 2)")
+    p.add_argument(
+        "--samples-large", type=at_least_two, default=200, help="interval draws at N=1e6 (≥ 2)"
+    )
     p.add_argument(
         "--sizes",
         type=count,
@@ -520,8 +519,8 @@ def parser() -> argparse.ArgumentParser:
         default=list(SIZES),
         help="N (none: the target check only)",
     )
-    p.add_argument("--a", type=_shape, default=0.3)
-    p.add_argument("--b", type=_shape, default=0.3)
+    p.add_argument("--a", type=positive, default=0.3)
+    p.add_argument("--b", type=positive, default=0.3)
     p.add_argument(
         "--bin-sizes",
         type=_bin_size_arg,
@@ -535,7 +534,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--classes", type=at_least_two, default=10, help="ovr: classes C ≥ 2 (N/C examples)"
     )
-    p.add_argument("--alpha", type=_shape, default=0.2, help="ovr: Dirichlet(α·1_C) of π")
+    p.add_argument("--alpha", type=positive, default=0.2, help="ovr: Dirichlet(α·1_C) of π")
     p.add_argument("--group-size", type=count, default=20)
     p.add_argument(
         "--rho", type=_rho, default=0.5, help=f"copula correlation in a group, 0 to {RHO_MAX}"

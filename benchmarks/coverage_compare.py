@@ -190,13 +190,14 @@ def simulated(variant: str, reps: int, n: int, seed: int):
         yield q, y, groups, g
 
 
-def add_data_set_arguments(parser: argparse.ArgumentParser) -> None:
+def add_data_set_arguments(parser: argparse.ArgumentParser, spread: bool = False) -> None:
     """The options of those scripts: settings, label variant, group size, data sets, N and
-    seed (:func:`use_group_size` applies the group size)."""
+    seed (:func:`use_group_size` applies the group size); ``spread``: the script prints the
+    estimates' sd over the data sets, so ``--reps`` takes at least 2 (1 had printed NaN)."""
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=["unequal"])
     parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")
     parser.add_argument("--group-size", type=count, default=GROUP_SIZE)
-    parser.add_argument("--reps", type=count, default=100)
+    parser.add_argument("--reps", type=at_least_two if spread else count, default=100)
     parser.add_argument("--n", type=count, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
 
@@ -322,7 +323,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=count, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS)[:3])
-    parser.add_argument("--reps", type=count, default=300)
+    parser.add_argument(
+        "--reps", type=at_least_two, default=300, help="data sets (≥ 2: their sd is printed)"
+    )
     parser.add_argument("--draws", type=at_least_two, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write the rows here as they are measured")

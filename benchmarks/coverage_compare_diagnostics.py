@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's benchmarks/
 
-from benchmarks._args import count
+from benchmarks._args import at_least_two, count
 from benchmarks.coverage_compare import SETTINGS, SHIFT, _true_error, labels
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.comparison import (
@@ -124,8 +124,10 @@ def study(setting: str, n: int, reps: int, draws: int, seed: int, variant: str) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=10_000)
-    parser.add_argument("--reps", type=count, default=60)
-    parser.add_argument("--draws", type=count, default=300)
+    parser.add_argument(
+        "--reps", type=at_least_two, default=60, help="data sets (≥ 2: their sd is printed)"
+    )
+    parser.add_argument("--draws", type=at_least_two, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--variant", choices=["iid", "grouped"], default="iid")

@@ -211,7 +211,7 @@ def run(setting: str, variant: str, reps: int, n: int, seed: int, squares) -> st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_data_set_arguments(parser)
+    add_data_set_arguments(parser, spread=True)
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS)[:3])
     parser.add_argument(
         "--interval-level-boundary",

@@ -29,8 +29,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count
-from calib_metrics.functional.auto_bin import auto_bin_size
+from benchmarks._args import at_least_two, bin_size, count
+from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.intervals import (
     bins_of_sums,
     debiased_square,
@@ -60,15 +60,17 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--variant", choices=["iid", "grouped"], default="grouped")
     p.add_argument("--n", type=count, default=100_000)
-    p.add_argument("--bin-size", type=int, default=0, help="β (0: auto = ⌈√N⌉)")
-    p.add_argument("--reps", type=count, default=240)
-    p.add_argument("--samples", type=count, default=400)
+    p.add_argument("--bin-size", type=bin_size, default="auto", help="β (auto: ⌈√N⌉)")
+    p.add_argument(
+        "--reps", type=at_least_two, default=240, help="data sets (≥ 2: their sd is printed)"
+    )
+    p.add_argument("--samples", type=at_least_two, default=400)
     p.add_argument("--seed", type=int, default=5)
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(args.seed)
     n, grouped = args.n, args.variant == "grouped"
-    size = args.bin_size or auto_bin_size(n)
+    size = resolve_bin_size(args.bin_size, n)
     batch = max(1, 400_000 // n)
     # The coverage study's grouped setting: q ~ Beta(0.3, 0.3), groups of 20, ρ = 0.5.
     setting = SimpleNamespace(a=0.3, b=0.3, group_size=20, rho=0.5)

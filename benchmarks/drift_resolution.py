@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_scale import batches, exact_errors, state_bytes, streaming_errors, whole
 
-from benchmarks._args import size
+from benchmarks._args import at_least_two, size
 from calib_metrics import CalibrationError
 from calib_metrics.functional import adaptive_binning
 from calib_metrics.functional.auto_bin import resolve_bin_size
@@ -58,7 +58,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=size, default=1e8)
     parser.add_argument("--dist", choices=["uniform", "beta0.3"], default="uniform")
-    parser.add_argument("--resolutions", type=int, nargs="+", default=[18, 20, 22], help="log2")
+    parser.add_argument(
+        "--resolutions",
+        type=at_least_two,
+        nargs="+",
+        default=[18, 20, 22],
+        help="log2 of the sketch's resolution (≥ 2: a resolution of at least 4)",
+    )
     args = parser.parse_args()
     n = int(args.n)
     rows = streaming(n, args.dist, args.resolutions)

@@ -30,7 +30,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo's benchmarks/
 
-from benchmarks._args import count
+from benchmarks._args import at_least_two, count
 from benchmarks.coverage_compare import SETTINGS, labels
 from calib_metrics.functional.auto_bin import resolve_bin_size
 from calib_metrics.functional.binning import adaptive_binning
@@ -103,7 +103,9 @@ def study(n: int, reps: int, seed: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=10_000)
-    parser.add_argument("--reps", type=count, default=1500)
+    parser.add_argument(
+        "--reps", type=at_least_two, default=1500, help="data sets (≥ 2: their sd is printed)"
+    )
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
     torch.set_num_threads(1)

@@ -44,6 +44,12 @@ from calib_metrics.functional import (
 from calib_metrics.functional.calibration import compute_bins
 from calib_metrics.functional.intervals import bin_index
 
+# After calib_metrics, which INTERVAL_NUMBERS_ROOT may take from elsewhere: this checkout's
+# argument types.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._args import non_negative
+
 
 def _data(n: int = 20_000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Miscalibrated binary pairs with correlated groups of 20, and their group ids."""
@@ -198,7 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", type=Path, help="record the numbers in this JSON file")
     parser.add_argument("--compare", type=Path, help="compare with the numbers in this file")
-    parser.add_argument("--tolerance", type=float, default=0.0)
+    parser.add_argument(
+        "--tolerance",
+        type=non_negative,
+        default=0.0,
+        help="the largest absolute difference that passes (0: none)",
+    )
     args = parser.parse_args(argv)
     numbers = record()
     print(f"{len(numbers)} calls, {sum(map(len, numbers.values()))} numbers")

@@ -27,11 +27,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import warnings
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._args import positive
 from calib_metrics.recalibration import MatrixScaling, TemperatureScaling, VectorScaling
 from calib_metrics.recalibration._common import MASK_FLOOR
 
@@ -150,8 +155,20 @@ def float16_probabilities(scale: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--scales", type=float, nargs="+", default=[1e-8, 1e-7, 1, 1e5, 1e6])
-    parser.add_argument("--float16-scales", type=float, nargs="+", default=[4, 6])
+    parser.add_argument(
+        "--scales",
+        type=positive,
+        nargs="+",
+        default=[1e-8, 1e-7, 1, 1e5, 1e6],
+        help="factors c of the logits, above 0",
+    )
+    parser.add_argument(
+        "--float16-scales",
+        type=positive,
+        nargs="+",
+        default=[4, 6],
+        help="how many times overconfident the float16 probabilities are, above 0",
+    )
     args = parser.parse_args()
     scale_table(args.scales)
     mask_table()

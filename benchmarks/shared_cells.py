@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count, size
+from benchmarks._args import at_least_two, count, size
 from calib_metrics.functional import sketch
 from calib_metrics.functional.binning import adaptive_tied_bins, bin_unplaced
 from calib_metrics.functional.intervals import debiased_square, effective_samples
@@ -57,7 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=size, default=1e7)
     parser.add_argument("--bin-size", type=count, default=50)
-    parser.add_argument("--seeds", type=count, default=12)
+    parser.add_argument(
+        "--seeds", type=at_least_two, default=12, help="data sets (≥ 2: their sd is printed)"
+    )
     args = parser.parse_args()
     rows = torch.tensor([squares(int(args.n), args.bin_size, s) for s in range(args.seeds)])
     print(f"N = {args.n:.0e}, β = {args.bin_size}, {args.seeds} data sets; debiased square:")

@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import count
+from benchmarks._args import at_least_two, bin_size, count
 from calib_metrics import CalibrationError
 
 ESTIMATORS = {"plug-in": ("l2", False), "debiased": ("l2", True), "l1 plug-in": ("l1", False)}
@@ -47,8 +47,10 @@ def one(q: torch.Tensor, y: torch.Tensor, bin_size, norm: str, debias: bool) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=1_000_000)
-    parser.add_argument("--seeds", type=count, default=10)
-    parser.add_argument("--bin-sizes", nargs="+", default=["auto", "5000", "1000", "200"])
+    parser.add_argument(
+        "--seeds", type=at_least_two, default=10, help="data sets (≥ 2: their sd is printed)"
+    )
+    parser.add_argument("--bin-sizes", type=bin_size, nargs="+", default=["auto", 5000, 1000, 200])
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"N = {args.n:,}, {args.seeds} data sets (seeds 0 … {args.seeds - 1})\n")
@@ -63,9 +65,8 @@ def main() -> None:
         q = torch.rand(args.n, generator=g)
         data.append((q, torch.bernoulli(q.double(), generator=g).long()))
     for size in args.bin_sizes:
-        bin_size = size if size == "auto" else int(size)
         for name, (norm, debias) in ESTIMATORS.items():
-            rows = [one(q, y, bin_size, norm, debias) for q, y in data]
+            rows = [one(q, y, size, norm, debias) for q, y in data]
             exact = torch.tensor([r[0] for r in rows], dtype=torch.float64)
             gaps = torch.tensor([r[1] - r[0] for r in rows], dtype=torch.float64)
             bounds = torch.tensor([r[2] for r in rows], dtype=torch.float64)

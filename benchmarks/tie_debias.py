@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks._args import count
+from benchmarks._args import at_least_two, count
 from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import compute_bins
 from calib_metrics.functional.intervals import debiased_square, effective_samples
@@ -53,7 +53,9 @@ def summary(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=count, default=100_000)
-    parser.add_argument("--reps", type=count, default=100)
+    parser.add_argument(
+        "--reps", type=at_least_two, default=100, help="data sets (≥ 2: their sd is printed)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     print(f"N = {args.n}, {args.reps} data sets, β = auto")

@@ -9,6 +9,7 @@ import ast
 import importlib.util
 import re
 import runpy
+import shlex
 import sys
 from pathlib import Path
 
@@ -305,6 +306,24 @@ DEGENERATE = [
 ]
 
 
+class _Parsed(Exception):
+    """Stops a script once its options are read: its namespace is ``args[0]``."""
+
+
+def _parsed(monkeypatch, script: Path, *argv: str) -> argparse.Namespace:
+    """The options ``script`` reads from ``argv``, without running its study."""
+    parse = argparse.ArgumentParser.parse_args
+
+    def parse_and_stop(parser, *args, **kwargs):
+        raise _Parsed(parse(parser, *args, **kwargs))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(argparse.ArgumentParser, "parse_args", parse_and_stop)
+        with pytest.raises(_Parsed) as parsed:
+            _run(patch, script, *argv)
+    return parsed.value.args[0]
+
+
 def test_compare_spread_takes_no_draws_as_docs_coverage_md_runs_it(monkeypatch) -> None:
     """``--draws 0`` (the estimates alone) is a mode docs/coverage.md publishes; ba648d1's
     count type had refused it."""
@@ -312,18 +331,7 @@ def test_compare_spread_takes_no_draws_as_docs_coverage_md_runs_it(monkeypatch) 
     from benchmarks._args import draws_or_none
 
     assert draws_or_none("0") == 0 and draws_or_none("200") == 200
-    parse = argparse.ArgumentParser.parse_args
-
-    class Parsed(Exception):
-        """Stops the study once its options are read."""
-
-    def parse_and_stop(parser, *args, **kwargs):
-        raise Parsed(parse(parser, *args, **kwargs))
-
-    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_and_stop)
-    with pytest.raises(Parsed) as parsed:
-        _run(monkeypatch, BENCHMARKS / "compare_spread.py", "--draws", "0")
-    assert parsed.value.args[0].draws == 0
+    assert _parsed(monkeypatch, BENCHMARKS / "compare_spread.py", "--draws", "0").draws == 0
 
 
 def test_counts_and_sizes_take_whole_numbers_in_float_notation(monkeypatch) -> None:
@@ -347,6 +355,189 @@ def test_degenerate_sizes_and_counts_are_refused_in_one_line(
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert f"error: argument {option}: must be " in err.strip().splitlines()[-1]
+
+
+# Options the studies could not use, refused while the command line is read.
+MEANINGLESS = [
+    # One data set (seed, repetition) had printed its sd as NaN (compare_shrink_bias:
+    # statistics.stdev's traceback); these scripts print the sd over them.
+    ("compare_noisy_models.py", "--reps", "1"),
+    ("compare_plugin_size.py", "--reps", "1"),
+    ("compare_shrink_bias.py", "--reps", "1"),
+    ("compare_spread.py", "--data-sets", "1"),
+    ("coverage_compare.py", "--reps", "1"),
+    ("coverage_compare_diagnostics.py", "--reps", "1"),
+    ("coverage_compare_mstar.py", "--reps", "1"),
+    ("coverage_diagnostics.py", "--reps", "1"),
+    ("grouped_debias.py", "--reps", "1"),
+    ("shared_cells.py", "--seeds", "1"),
+    ("streaming_gap_seeds.py", "--seeds", "1"),
+    ("tie_debias.py", "--reps", "1"),
+    # One bootstrap draw: the library's "n_samples must be at least 2" traceback, or NaN
+    # spreads and zero-width intervals (coverage_compare_diagnostics, coverage, ...).
+    ("compare_near_copies.py", "--draws", "1"),
+    ("compare_noisy_models.py", "--draws", "1"),
+    ("compare_shrink_bias.py", "--draws", "1"),
+    ("coverage_compare_diagnostics.py", "--draws", "1"),
+    ("coverage_diagnostics.py", "--samples", "1"),
+    ("compare_by_label_fwer.py", "--samples", "1"),
+    ("bench_metric.py", "--samples", "1"),
+    ("coverage.py", "--samples", "1"),
+    ("coverage.py", "--samples-large", "1"),
+    # The grouped labels' correlation: √ρ and √(1 − ρ), a math domain error outside [0, 1].
+    ("compare_spread.py", "--rho", "-0.1"),
+    ("compare_spread.py", "--rho", "1.1"),
+    ("compare_spread.py", "--rho", "nan"),  # had run, on labels of no stated correlation
+    # b = a + ε: 0 leaves no near-copy (an empty median), a negative ε is scored against the
+    # wrong truth, and above 0.05 b leaves [0, 1] (the library's traceback).
+    ("compare_near_copies.py", "--shifts", "0"),
+    ("compare_near_copies.py", "--shifts", "-1e-4"),
+    ("compare_near_copies.py", "--shifts", "0.06"),
+    ("compare_near_copies.py", "--shifts", "nan"),
+    # An eigenvalue ratio: a negative or NaN one had silently meant "never hand over".
+    ("compare_near_copies.py", "--near-copy", "-1"),
+    ("compare_near_copies.py", "--near-copy", "nan"),
+    ("compare_near_copies.py", "--near-copy", "2"),
+    # a = q + c, b = q − c: c = 0 compares a model with itself, |c| > 0.1 leaves [0, 1].
+    ("compare_plugin_size.py", "--shift", "0"),
+    ("compare_plugin_size.py", "--shift", "-0.04"),
+    ("compare_plugin_size.py", "--shift", "0.2"),
+    ("compare_plugin_size.py", "--shift", "inf"),
+    ("compare_plugin_size.py", "--bin-size", "0"),  # the library's traceback
+    ("compare_plugin_size.py", "--bin-size", "1e2.5"),  # int()'s traceback
+    ("streaming_gap_seeds.py", "--bin-sizes", "0"),
+    ("coverage_diagnostics.py", "--bin-size", "-5"),  # had run with β = −5
+    # NaN passed every comparison, a negative tolerance failed identical numbers.
+    ("interval_numbers.py", "--tolerance", "nan"),
+    ("interval_numbers.py", "--tolerance", "-1"),
+    ("interval_numbers.py", "--tolerance", "inf"),
+    # Logits × c: 0 leaves no logits, a negative c no fit (the library's refusal), NaN and
+    # infinity no finite logits.
+    ("recalibration_checks.py", "--scales", "0"),
+    ("recalibration_checks.py", "--scales", "-1"),
+    ("recalibration_checks.py", "--scales", "nan"),
+    ("recalibration_checks.py", "--float16-scales", "0"),  # torch.multinomial's traceback
+    # A rule's name or a quantile level: float()'s and torch.nanquantile's tracebacks.
+    ("compare_boundary_level.py", "--levels", "strict"),
+    ("compare_boundary_level.py", "--levels", "2"),
+    ("compare_boundary_level.py", "--levels", "-0.1"),
+    # log2 of a resolution: 2^−1 and 2^1 are no sketch the library takes.
+    ("drift_resolution.py", "--resolutions", "-1"),
+    ("drift_resolution.py", "--resolutions", "1"),
+]
+
+
+@pytest.mark.parametrize(("script", "option", "value"), MEANINGLESS)
+def test_meaningless_study_options_are_refused_in_one_line(
+    monkeypatch, capsys, script: str, option: str, value: str
+) -> None:
+    """A value the study cannot use is an argparse error (exit 2, one line that names the
+    option), not a traceback deep in the run or a table of NaN. (Where the value is taken,
+    the study does not run: the options read, the test fails.)"""
+    with pytest.raises(SystemExit) as stop:
+        _parsed(monkeypatch, BENCHMARKS / script, f"{option}={value}")  # "-0.1" is no flag
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"error: argument {option}: must be " in err.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "option", "value"),
+    [
+        ("compare_spread.py", ["--rho", "1"], "rho", 1.0),  # one shared latent per group
+        ("compare_spread.py", ["--rho", "0"], "rho", 0.0),
+        ("compare_spread.py", ["--data-sets", "2"], "data_sets", 2),
+        ("compare_near_copies.py", ["--shifts", "0.05"], "shifts", [0.05]),
+        ("compare_near_copies.py", ["--near-copy", "0"], "near_copy", 0.0),
+        ("compare_near_copies.py", ["--near-copy", "1"], "near_copy", 1.0),
+        ("compare_plugin_size.py", ["--shift", "0.1"], "shift", 0.1),
+        ("compare_plugin_size.py", ["--bin-size", "1e3"], "bin_size", 1000),
+        ("compare_plugin_size.py", [], "bin_size", "auto"),
+        ("coverage_diagnostics.py", [], "bin_size", "auto"),
+        ("coverage_diagnostics.py", ["--bin-size", "300"], "bin_size", 300),
+        ("streaming_gap_seeds.py", [], "bin_sizes", ["auto", 5000, 1000, 200]),
+        ("interval_numbers.py", ["--tolerance", "0"], "tolerance", 0.0),
+        ("recalibration_checks.py", ["--scales", "1e-8", "1e6"], "scales", [1e-8, 1e6]),
+        ("compare_boundary_level.py", ["--levels", "hq", "0", "1"], "levels", ["hq", "0", "1"]),
+        ("drift_resolution.py", ["--resolutions", "2"], "resolutions", [2]),
+        ("tie_debias.py", ["--reps", "2"], "reps", 2),
+    ],
+)
+def test_study_options_take_the_ends_of_their_ranges(
+    monkeypatch, script: str, argv: list, option: str, value
+) -> None:
+    assert getattr(_parsed(monkeypatch, BENCHMARKS / script, *argv), option) == value
+
+
+def test_coverage_rho_and_compare_spreads_are_one_type(monkeypatch) -> None:
+    """coverage.py's --rho stops at RHO_MAX (its grouped truth's integral); compare_spread's,
+    whose truth does not depend on ρ, at 1: both are _args.number from 0."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    coverage = _load("coverage")
+    assert coverage._rho("0.9") == 0.9
+    with pytest.raises(
+        argparse.ArgumentTypeError, match=re.escape("must be a number from 0 to 0.9 (")
+    ):
+        coverage._rho("0.95")
+    from benchmarks._args import correlation
+
+    assert correlation("0.95") == 0.95
+    with pytest.raises(
+        argparse.ArgumentTypeError, match=re.escape("must be a number from 0 to 1,")
+    ):
+        correlation("-0.5")
+
+
+def _documented_commands() -> list[tuple[str, str, list[str]]]:
+    """Every ``python benchmarks/X.py ...`` command of README.md and docs/*.md, as (doc,
+    script, argv): an inline one to its closing backtick, a code block's with its backslash
+    continuations, without its comment; ``[...]`` optional parts given, placeholders set
+    (``...``: the options a run chose, left out)."""
+    root = BENCHMARKS.parent
+    placeholders = {"SEED": ["41"], "SETTING": ["unequal"], "CHECKOUT": [str(root)], "...": []}
+    found = []
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for match in re.finditer(r"python (?:-\S+ )*benchmarks/(\w+\.py)", text):
+            rest = text[match.end() :]
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            if text.count("`", line_start, match.start()) % 2:  # inline: to its closing `
+                line = rest[: rest.index("`")]
+            else:  # a code block's line and its continuations
+                line = re.match(r"(?:[^\n]*\\\n)*[^\n]*", rest).group(0).split("`")[0]
+            line = re.split(r"\s#", re.sub(r"\\?\n", " ", line))[0]
+            line = line.replace("[", " ").replace("]", " ")
+            argv = []
+            for token in shlex.split(line):
+                braces = re.fullmatch(r"(.*)\{([^}]*)\}(.*)", token)
+                parts = braces.group(2).split(",") if braces else [None]
+                argv += [f"{braces[1]}{p}{braces[3]}" if braces else token for p in parts]
+            argv = [given for token in argv for given in placeholders.get(token, [token])]
+            found.append((doc.name, match.group(1), argv))
+    return found
+
+
+DOCUMENTED = _documented_commands()
+
+
+@pytest.mark.parametrize(
+    ("doc", "script", "argv"), DOCUMENTED, ids=[f"{d}:{s}" for d, s, _ in DOCUMENTED]
+)
+def test_every_documented_command_is_one_its_script_takes(monkeypatch, doc, script, argv) -> None:
+    """The commands docs/*.md and README.md publish still parse: an option type narrowed
+    to refuse what a study cannot use must take every value they show (``--draws 0`` of
+    compare_spread had been refused once). Devices are this machine's (no CUDA here)."""
+    if "|" in argv:  # "[--neighbour-factor | --joint-shrink]": one or the other
+        argv = argv[: argv.index("|")]
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    import benchmarks._args
+
+    monkeypatch.setattr(benchmarks._args, "device", str)
+    try:
+        _parsed(monkeypatch, BENCHMARKS / script, *argv)
+    except SystemExit as stop:
+        pytest.fail(f"{doc}: python benchmarks/{script} {shlex.join(argv)}: exit {stop.code}")
 
 
 def test_bench_scale_refuses_a_max_below_its_sizes(monkeypatch, capsys) -> None:
