@@ -958,15 +958,24 @@ class CalibrationError(_StatesKeepTheirDtype):
         copies, as ``update``'s and ``load_state_dict``'s are: the caller may refill or
         change the incoming tensors afterwards.
 
-        A metric is checked by its options. A dict of states (``other.metric_state``)
-        carries none, so it is checked by its keys, shapes and values (a sketch's too): its
-        targets must be labels here (0 or 1; class ids below ``num_classes``) or this
-        metric's ``ignore_index``. Padding marked by a value that is a label here as well
-        (``ignore_index=0``, or 2 of 3 classes, into a metric without it) cannot be told
-        from labels and would be counted as labels; nor can a folded streaming top-label
-        sketch be told from a binary one. Merge the metric itself, or its ``state_dict()``
-        (after ``persistent(True)``), which records ``ignore_index``, ``mode`` and
-        ``num_classes`` and is checked against them as ``load_state_dict`` checks it.
+        A metric is checked by its options (``streaming``, ``mode``, ``num_classes``,
+        ``ignore_index``, ``resolution``, whether it keeps group ids), and its values are
+        taken as its updates checked them. One built with ``validate_args=False``, merged
+        into one with ``validate_args=True``, is also checked by its values, as a dict is:
+        its updates checked none, and this metric's compute checks none either, so logits
+        are refused here, before anything is merged (host reads, as for a dict). Into a
+        ``validate_args=False`` metric its pairs stay unchecked until that metric's compute
+        checks them. A dict of states (``other.metric_state``) carries no options, so it
+        is checked by its keys, shapes and values: probabilities in [0, 1], targets that
+        are labels here (0 or 1; class ids below ``num_classes``) or this metric's
+        ``ignore_index``, and a sketch's cells as an update leaves them (which show logits
+        and NaN, but not every wrong label folded into them). Padding marked by a value
+        that is a label here as well (``ignore_index=0``, or 2 of 3 classes, into a metric
+        without it) cannot be told from labels and would be counted as labels; nor can a
+        folded streaming top-label sketch be told from a binary one. Merge the metric
+        itself, or its ``state_dict()`` (after ``persistent(True)``), which records
+        ``ignore_index``, ``mode`` and ``num_classes`` and is checked against them as
+        ``load_state_dict`` checks it.
         """
         self._merge(incoming_state, copy=True)
 
@@ -984,6 +993,7 @@ class CalibrationError(_StatesKeepTheirDtype):
             problem = self._merge_problem(incoming_state)
             if problem:
                 raise ValueError(f"cannot merge these CalibrationErrors: {problem}")
+            self._check_unchecked_metric(incoming_state)
         elif isinstance(incoming_state, dict):
             incoming_state = dict(incoming_state)  # the caller's dict keeps its records
             tags = self._pop_tags(incoming_state)
@@ -1016,6 +1026,29 @@ class CalibrationError(_StatesKeepTheirDtype):
             self._fold_buffer()
         self._count_merged_updates(incoming_state)
         self._computed = None
+
+    def _check_unchecked_metric(self, other: CalibrationError) -> None:
+        """Refuse, before anything is merged, the pairs of ``other`` that no update checked
+        (``validate_args=False``) when this metric's are (``validate_args=True``), whose
+        compute checks none: they are checked by their values, as a dict of states is
+        (:meth:`_check_states`: host reads per batch kept exactly, and a sketch's few).
+        Logits had been merged and measured as probabilities, where ``other.compute()``
+        and the merge of ``other.metric_state`` refused them. A metric whose updates were
+        checked, forward's batch metric and DDP's synchronisation (ranks of one
+        ``validate_args``, gathered by torchmetrics, not merged here) are not read again;
+        into a ``validate_args=False`` metric the pairs stay unchecked until its compute,
+        which checks them with its own."""
+        if not self.validate_args or other.validate_args:
+            return
+        try:
+            self._check_states(self._listed(other.metric_state))
+        except ValueError as error:
+            why = str(error).removeprefix(f"{type(self).__name__}: ")
+            raise ValueError(
+                "cannot merge these CalibrationErrors: the incoming one has "
+                f"validate_args=False and holds values no update checked ({why}); this "
+                "metric checks every pair it takes (validate_args=True)"
+            ) from None
 
     def _settings_problem(self, num_classes: int | None, mode: str) -> str:
         """Also the mode: the pairs kept exactly are the same for every mode, but a

@@ -326,13 +326,17 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         this metric's pairs first, then the incoming ones. The merged pairs are this
         metric's own copies.
 
-        A comparison is checked by its options. A dict of states (``other.metric_state``)
-        carries none, so it is checked by its keys, shapes and values: its targets must be
-        labels here or this metric's ``ignore_index``. Padding marked by a value that is a
-        label here as well (``ignore_index=0`` into a metric without it) cannot be told
-        from labels and would be counted as labels: merge the comparison itself, or its
-        ``state_dict()`` (after ``persistent(True)``), whose record of ``ignore_index``
-        and ``num_classes`` is checked as ``load_state_dict`` checks it.
+        A comparison is checked by its options (``num_classes``, ``ignore_index``; it
+        keeps pairs as given whatever its ``mode``); a dict of states
+        (``other.metric_state``) carries none. Either is checked by its keys, shapes and
+        values (host reads per batch), whatever either metric's ``validate_args``: both
+        models' probabilities in [0, 1] (a ``validate_args=False`` comparison's logits are
+        refused), targets that are labels here or this metric's ``ignore_index``, and ids
+        one per item or none. Padding marked by a value that is a label here as well
+        (``ignore_index=0`` into a metric without it) cannot be told from labels and would
+        be counted as labels: merge the comparison itself, or its ``state_dict()`` (after
+        ``persistent(True)``), whose record of ``ignore_index`` and ``num_classes`` is
+        checked as ``load_state_dict`` checks it.
         """
         source = incoming_state
         if isinstance(incoming_state, Metric):
