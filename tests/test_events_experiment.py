@@ -112,6 +112,20 @@ def test_results_give_the_interval_level_with_all_its_digits(tmp_path):
     assert "97.5% intervals" in (tmp_path / "out" / "results.md").read_text()
 
 
+def test_the_normal_interval_column_names_the_z_it_used(tmp_path):
+    """results.md's tables had said "normal m±1.96s" at --confidence 0.8 too, beside ends
+    1.28 standard deviations from the mean."""
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")
+    run = experiment.run(_args(tmp_path, "--model", str(model), "--confidence", "0.8"))
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert "m±1.96s" not in md
+    header = [line for line in md.splitlines() if line.startswith("| country |")]
+    assert len(header) == 1 and "| normal m±1.28s |" in header[0]
+    assert "| normal m±1.28s |" in next(l for l in md.splitlines() if l.startswith("| period"))
+    row = next(r for r in run["countries"] if r["std"] > 0)
+    assert row["normal"][1] - row["mean"] == pytest.approx(1.2816 * row["std"], abs=1e-3)
+
+
 def test_run_trains_a_ranker_when_no_model_is_given(tmp_path):
     results = experiment.run(_args(tmp_path, "--quick", "--epochs", "1", "--n-bits", "10"))
     assert (tmp_path / "out" / "ranker.pt").exists()
