@@ -165,6 +165,28 @@ def test_a_longer_name_of_another_place_is_read_whole(clashes):
     assert loose.match_tokens(["new", "england", "states"]) == []
 
 
+def test_a_name_split_at_its_hyphens_is_read_whole():
+    """UD tokenises "Niger-Congo" as "Niger", "-", "Congo": the other name "niger congo"
+    had been passed over and Niger and Congo matched, each alone."""
+    lex = CountryLexicon(
+        {("niger",): "NER", ("congo",): "COG", ("hong", "kong"): "HKG"},
+        other_names={("niger", "congo")},
+    )
+    for dash in ("-", "\u2013", "\u2010"):
+        assert lex.match_tokens(["the", "Niger", dash, "Congo", "languages"]) == []
+        assert lex.match_tokens(["HONG", dash, "KONG", "and", "Niger"]) == [
+            (0, 3, "HKG"),
+            (4, 5, "NER"),
+        ]
+    assert lex.match_tokens(["Niger", "Congo"]) == []  # as before: side by side
+    # A hyphen between two names that form no phrase joins nothing.
+    assert lex.match_tokens(["Niger", "-", "Hong"]) == [(0, 1, "NER")]
+    # A hyphen that is not between the name's words: "Niger - - Congo" is two names.
+    assert lex.match_tokens(["Niger", "-", "-", "Congo"]) == [(0, 1, "NER"), (3, 4, "COG")]
+    # A span at the end of the sentence: no word after the hyphen.
+    assert lex.match_tokens(["Niger", "-"]) == [(0, 1, "NER")]
+
+
 def test_stemming_backoff_one_then_two_characters(lexicon):
     assert lexicon.match("Iraqis") == "IRQ"  # strip one
     assert lexicon.match("Americanos") == "USA"  # strip two
@@ -266,7 +288,7 @@ def test_shared_phoenix_lexicon_leaves_common_words_and_other_names():
         assert lex.match(word) == code, word
     # Regions and peoples that GUM has, named after a country but not one.
     for region in ("North America", "Latin American", "New England", "New South Wales",
-                   "American Indians", "Niger Congo", "British Columbia",
+                   "American Indians", "Niger Congo", "Niger - Congo", "British Columbia",
                    "North American Indians", "New Mexicans"):  # fmt: skip
         assert lex.match_tokens(region.split()) == [], region
     assert lex.match_tokens(["the", "new", "England", "manager"]) == [(2, 3, "GBR")]

@@ -59,7 +59,8 @@ country names, demonyms and capitals are proper nouns and always capitalised, so
 * **A longer name of another place is read whole.** A scan takes a listed other
   name of several words as one non-match, so that its last word does not match alone:
   "North America", "Latin American", "New England", "New South Wales" and the
-  "Niger-Congo" languages name no country (:data:`OTHER_NAMES`).
+  "Niger-Congo" languages name no country (:data:`OTHER_NAMES`). A name's words may be
+  joined by hyphen tokens, as UD tokenises "Niger-Congo" ("Niger", "-", "Congo").
 """
 
 from __future__ import annotations
@@ -169,6 +170,10 @@ _ORG_WORDS = re.compile(
 )
 _CODE = re.compile(r"\[([^\]\s]+)(?:\s+([^\]]*))?\]")
 _COUNTRY_CODE = re.compile(r"^[A-Z]{3}$")
+#: Tokens that join the words of a hyphenated name when a tokeniser splits it (UD:
+#: "Niger-Congo" -> "Niger", "-", "Congo"): hyphen-minus, hyphen, non-breaking hyphen and
+#: the en dash ("Niger–Congo", as Wikipedia writes it).
+HYPHENS = frozenset({"-", "\u2010", "\u2011", "\u2013"})
 #: What :meth:`CountryLexicon._lookup` returns for another place's name: a non-match
 #: that a scan consumes whole.
 _OTHER = "other place"
@@ -413,23 +418,26 @@ class CountryLexicon:
 
         The back-off applies to the last word of a phrase ("North Koreans"). Another
         place's name is consumed whole as a non-match, so that none of its words
-        matches alone.
+        matches alone. The words of a phrase may also be joined by hyphen tokens, as UD
+        tokenises "Niger-Congo" (:data:`HYPHENS`).
 
         Example:
             >>> lex = CountryLexicon({("america",): "USA"}, other_names={("latin", "america")})
             >>> lex.match_tokens(["Latin", "America", "and", "America"])
             [(3, 4, 'USA')]
+            >>> lex.match_tokens(["Latin", "-", "America", "and", "America"])
+            [(4, 5, 'USA')]
         """
         found: list[tuple[int, int, str]] = []
         i, n = 0, len(tokens)
         while i < n:
-            candidates = [k for k in self._lengths.get(tokens[i].lower(), ()) if k <= n - i]
-            for length in [*candidates, 1]:
-                code = self._lookup(tokens[i : i + length])
+            lengths = [*self._lengths.get(tokens[i].lower(), ()), 1]
+            for words, end in _phrase_spans(tokens, i, lengths):
+                code = self._lookup(words)
                 if code is not None:
                     if code is not _OTHER:
-                        found.append((i, i + length, code))
-                    i += length
+                        found.append((i, end, code))
+                    i = end
                     break
             else:
                 i += 1
@@ -447,6 +455,25 @@ class CountryLexicon:
         for start, end, code in self.match_tokens(tokens):
             codes[start:end] = [code] * (end - start)
         return codes
+
+
+def _phrase_spans(tokens: Sequence[str], i: int, lengths: Sequence[int]):
+    """The words a phrase of each of ``lengths`` (longest first) can be read from at
+    ``tokens[i]``, with the end of its span: the words side by side, then, for several
+    words, joined by hyphen tokens. UD tokenises "Niger-Congo" as "Niger", "-", "Congo",
+    which had matched Niger and Congo past the other name "niger congo".
+
+    Example:
+        >>> [(list(w), end) for w, end in _phrase_spans(["Niger", "-", "Congo"], 0, [2, 1])]
+        [(['Niger', '-'], 2), (['Niger', 'Congo'], 3), (['Niger'], 1)]
+    """
+    n = len(tokens)
+    for length in sorted(set(lengths), reverse=True):
+        if i + length <= n:
+            yield tokens[i : i + length], i + length
+        end = i + 2 * length - 1
+        if length > 1 and end <= n and all(tokens[k] in HYPHENS for k in range(i + 1, end, 2)):
+            yield tokens[i:end:2], end
 
 
 def _owner(codes: list[tuple[str, str]]) -> str | None:
