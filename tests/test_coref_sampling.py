@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -384,6 +386,33 @@ def test_clusters_and_most_probable():
         argmax = max(doc["joint"], key=doc["joint"].get)
         assert best[b].tolist() == list(argmax)
         assert clusters(best[b]) == [list(c) for c in _partition(list(argmax))]
+
+
+def test_the_1_best_clustering_is_not_called_the_most_probable_one():
+    """docs/events.md, docs/coref.md and paper/coref.py called the 1-best clustering "the
+    (single) most probable clustering"; it is the clustering of the most probable antecedent
+    vector, and several vectors give one clustering."""
+    # Mention 1 -> 0 (0.55) or NEW; mention 2 -> 0, 1 (0.3 each) or NEW (0.4).
+    probs = [[1.0], [0.55, 0.45], [0.3, 0.3, 0.4]]
+    scores = torch.full((1, 3, 3), -math.inf, dtype=torch.float64)
+    for i, row in enumerate(probs):
+        scores[0, i, : i + 1] = torch.tensor(row, dtype=torch.float64).log()
+    by_clustering: dict[tuple, float] = {}
+    for a in itertools.product(*(range(i + 1) for i in range(3))):
+        p = math.prod(probs[i][j] for i, j in enumerate(a))
+        key = _partition(list(a))
+        by_clustering[key] = by_clustering.get(key, 0.0) + p
+    best = most_probable_antecedents(scores)[0].tolist()
+    assert best == [0, 0, 2] and by_clustering[_partition(best)] == pytest.approx(0.22)
+    assert max(by_clustering, key=by_clustering.get) == ((0, 1, 2),)  # 0.33
+    root = Path(__file__).resolve().parents[1]
+    texts = [root / "README.md", *(root / "docs").glob("*.md")]
+    texts += sorted((root / "calib_metrics").rglob("*.py"))
+    for path in texts:
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        for found in re.finditer(r"most probable clustering", text):
+            before = text[max(0, found.start() - 40) : found.start()]
+            assert before.endswith("not always the "), f"{path.name}: ...{before}{found[0]}"
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -197,7 +197,9 @@ def most_probable_antecedents(scores: Tensor, mask: Tensor | None = None) -> Ten
 
     Because the choices are independent, this vector is the joint argmax
     ``argmax_a P(a | x)``; ``entity_roots`` / ``clusters`` of it give the 1-best clustering.
-    Ties go to the earliest index.
+    That is not always the most probable clustering: several antecedent vectors give one
+    clustering, and its probability is their sum (mention 2 choosing 0 or 1 when 0 and 1
+    corefer). Ties go to the earliest index.
 
     Example:
         >>> import torch

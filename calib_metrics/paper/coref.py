@@ -9,7 +9,9 @@ the two corefer (a dynamic program, :func:`~calib_metrics.models.coref.coreferen
 and the paper's estimate from 1,000 sampled clusterings; it reports the number of
 pairs, CalibErr with its 95% interval for both, how far the estimate is from the exact
 values, where the model is over- or under-confident, reliability diagrams, and MUC, B³
-and pairwise F1 of the most probable clustering. The same evaluation runs on LitBank
+and pairwise F1 of the 1-best clustering (every mention linked to its most probable
+antecedent: the most probable antecedent vector, not always the most probable
+clustering, since several vectors give one clustering). The same evaluation runs on LitBank
 (fiction, out of domain; no POS tags or parses, so mention types come from a pronoun
 lexicon and capitalisation, heads are the span's last word, and number comes only from
 pronouns) with the OntoGUM-trained model. The model is saved as ``<out>/ranker.pt``.
