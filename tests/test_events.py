@@ -28,7 +28,11 @@ from calib_metrics.paper.events.analysis import (
     period_label,
     period_span,
 )
-from calib_metrics.paper.events.errors import decision_effects, uncertain_documents
+from calib_metrics.paper.events.errors import (
+    decision_effects,
+    pairs_in_band,
+    uncertain_documents,
+)
 from calib_metrics.paper.events.stats import (
     poisson_binomial_pmf,
     poisson_binomial_summary,
@@ -343,6 +347,33 @@ def test_uncertain_documents_name_the_deciding_link(docs, lexicon):
     # with exact choice probabilities from the scores
     _, _, _, explained = decision_effects(a, analysis.pair_samples[:, 0])
     assert int(explained.argmax()) == 3
+
+
+def test_uncertain_documents_give_each_choice_its_sample_count(docs, lexicon):
+    """A choice's event rate was listed without the number of samples behind it, so a rate
+    of 3 samples (no usable rate) read like one of 300."""
+    doc = docs["nmod_active"]
+    table = EventExtractor(lexicon).table(doc)
+    a = sample_antecedents(
+        _link_doc_scores(0.5)[None], 30, generator=torch.Generator().manual_seed(5)
+    )[:, 0]
+    analysis = aggregate_events([table], [entity_roots(a)], ["2015"])
+    (found,) = uncertain_documents(analysis, [doc], [table], {0: a}, choices=5, min_prob=0.0)
+    listed = [(dec.mention, ch) for dec in found.decisions for ch in dec.choices]
+    assert listed
+    for i, ch in listed:
+        j = i if ch.antecedent is None else ch.antecedent
+        assert ch.support == int((a[:, i] == j).sum()) > 0
+
+
+def test_pairs_in_band_are_every_uncertain_pair_closest_to_a_half_first():
+    """uncertain_documents cut its list at ``top`` and said nothing of the rest: the pairs
+    in the band are now counted where they are chosen."""
+    probs = torch.tensor([0.5, 0.04, 0.3, 0.95, 0.6, 0.05])
+    found = pairs_in_band(SimpleNamespace(doc_probs=probs), (0.05, 0.95))
+    assert found.tolist() == [0, 4, 2, 3, 5]
+    with pytest.raises(ValueError, match="band must satisfy"):
+        pairs_in_band(SimpleNamespace(doc_probs=probs), (0.9, 0.1))
 
 
 def test_decision_effects_weigh_supported_choices_by_their_own_probability():

@@ -85,6 +85,58 @@ def test_run_with_a_saved_uniform_model(tmp_path):
     )
 
 
+def test_the_uncertain_list_says_how_many_pairs_the_band_holds(tmp_path, capsys, monkeypatch):
+    """The list was cut at 10 pairs without a word: 11 (document, country) pairs were in
+    the band, 10 listed, and results.md, results.json and stdout said nothing of the 11th."""
+    monkeypatch.setattr(experiment, "UNCERTAIN_TOP", 2)
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")
+    run = experiment.run(_args(tmp_path, "--model", str(model), "--samples", "20"))
+    in_band = [e for e in run["document_events"] if 0.05 <= e["prob"] <= 0.95]
+    assert len(in_band) > 2 and len(run["uncertain"]) == 2
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["uncertain_in_band"] == len(in_band)
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert (
+        f"Listed: the 2 most uncertain of the {len(in_band)} (document, country) pairs in the "
+        "band, each with at most 3 coreference decisions" in md
+    )
+    assert (
+        f"  uncertain: {len(in_band)} (document, country) pairs with 0.05 <= a(d, c) <= 0.95 "
+        "(the 2 closest to 0.5 in results.md)\n" in capsys.readouterr().out
+    )
+    # Nothing cut: the list says it holds them all.
+    monkeypatch.setattr(experiment, "UNCERTAIN_TOP", 10)
+    run = experiment.run(_args(tmp_path, "--model", str(model), "--samples", "20"))
+    assert len(run["uncertain"]) == run["uncertain_in_band"] == len(in_band)
+    md = (tmp_path / "out" / "results.md").read_text()
+    assert f"Listed: the {len(in_band)} (document, country) pairs in the band, each" in md
+    assert "(all in results.md)" in capsys.readouterr().out
+
+
+def test_an_event_rate_of_too_few_samples_is_marked_with_its_count(tmp_path):
+    """A choice made in fewer than 5 samples "has no usable rate" (docs/events.md), yet
+    results.md printed its rate like any other (0.33 from 3 samples) and no sample count."""
+    model = AntecedentRanker(n_bits=8).save(tmp_path / "ranker.pt")
+    experiment.run(_args(tmp_path, "--model", str(model), "--samples", "20"))
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["min_support"] == 5
+    md = (tmp_path / "out" / "results.md").read_text().splitlines()
+    supports = []
+    for u in saved["uncertain"]:
+        section = md[md.index(f"### {u['doc_id']} — {u['code']}, P(event) = {u['prob']:.2f}") :]
+        for dec in u["decisions"]:
+            line = next(x for x in section if x.startswith(f"- mention {dec['text']!r} "))
+            for ch in dec["choices"]:
+                supports.append(ch["support"])
+                if ch["support"] < 5:
+                    assert f"P={ch['prob']:.2f}, P(event|choice)=— (n={ch['support']} < 5)" in line
+                else:
+                    rate = f"P(event|choice)={ch['event_rate']:.2f} (n={ch['support']})"
+                    assert f"P={ch['prob']:.2f}, {rate}" in line
+    assert min(supports) < 5 <= max(supports)  # both kinds are shown
+    assert "a choice made in fewer than 5 samples has no usable rate (—)" in "\n".join(md)
+
+
 def test_a_corpus_without_candidate_documents_says_so(tmp_path, capsys):
     """results.md had written empty tables, then "None: no candidate document's event
     probability lies in [0.05, 0.95]", and "1 documents"."""

@@ -9,7 +9,8 @@ are ranked by the share of the event's variance they explain,
 ``sum_j P(a_i = j) (P(event | a_i = j) - P(event))^2`` (the variance of the
 conditional expectation): a decision whose choices all give the same event rate
 cannot flip the outcome. The sum runs over the choices sampled often enough to give
-a rate (``min_support``), so it is a lower bound where some are not.
+a rate (``min_support``, :data:`MIN_SUPPORT` by default), so it is a lower bound where
+some are not.
 """
 
 from __future__ import annotations
@@ -23,18 +24,33 @@ from torch import Tensor
 from calib_metrics.models.linear_chain import as_indices
 from calib_metrics.paper.events.analysis import EventAnalysis, MentionTable
 
-__all__ = ["Choice", "Decision", "UncertainDocument", "decision_effects", "uncertain_documents"]
+__all__ = [
+    "MIN_SUPPORT",
+    "Choice",
+    "Decision",
+    "UncertainDocument",
+    "decision_effects",
+    "pairs_in_band",
+    "uncertain_documents",
+]
+
+#: The fewest samples whose event rate :func:`uncertain_documents` uses: a choice made in
+#: fewer has no usable rate (it is listed, but ranks no decision).
+MIN_SUPPORT = 5
 
 
 @dataclass
 class Choice:
-    """One antecedent choice of a mention: its target (``None`` = NEW), probability, event rate."""
+    """One antecedent choice of a mention: its target (``None`` = NEW), probability, event
+    rate, and ``support``, the number of samples that made it (the rate's sample size: one
+    of fewer than :data:`MIN_SUPPORT` samples is no usable rate)."""
 
     antecedent: int | None
     text: str
     prob: float
     event_rate: float
     sentence: int | None = None
+    support: int = 0
 
 
 @dataclass
@@ -145,6 +161,25 @@ def _mention_text(doc, i: int) -> str:
     return " ".join(str(doc.sentences[m.sentence][k]["form"]) for k in range(m.start, m.end))
 
 
+def pairs_in_band(analysis: EventAnalysis, band: tuple[float, float]) -> Tensor:
+    """The (document, country) pairs of ``analysis`` with ``band[0] <= a(d, c) <= band[1]``,
+    closest to 0.5 first (ties in pair order): ``Long [K]`` indices of ``analysis.doc_probs``.
+    :func:`uncertain_documents` lists the first ``top`` of them.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> probs = torch.tensor([0.02, 0.3, 0.6, 0.97])
+        >>> pairs_in_band(SimpleNamespace(doc_probs=probs), (0.05, 0.95)).tolist()
+        [2, 1]
+    """
+    lo, hi = band
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"band must satisfy 0 <= lo <= hi <= 1, got {band}")
+    p = analysis.doc_probs
+    keep = ((p >= lo) & (p <= hi)).nonzero().flatten()
+    return keep[torch.argsort((p[keep] - 0.5).abs(), stable=True)]
+
+
 def uncertain_documents(
     analysis: EventAnalysis,
     docs: Sequence,
@@ -157,7 +192,7 @@ def uncertain_documents(
     decisions: int = 3,
     choices: int = 4,
     min_prob: float = 0.01,
-    min_support: int = 5,
+    min_support: int = MIN_SUPPORT,
 ) -> list[UncertainDocument]:
     """The (document, country) pairs with ``band[0] <= a(d, c) <= band[1]``, closest to 0.5 first.
 
@@ -168,18 +203,16 @@ def uncertain_documents(
             behind ``analysis``).
         choice_probs: optional document index -> exact ``P(a_i = j)`` ``[N, N]``.
         band: the probability range that counts as uncertain.
-        top: at most this many documents.
+        top: at most this many (document, country) pairs, the closest to 0.5 of
+            :func:`pairs_in_band` (which says how many there are in all).
         decisions: at most this many decisions per document.
         choices: at most this many choices per decision (the most probable ones).
         min_prob: choices less probable than this are not listed.
-        min_support: choices sampled fewer times are listed but do not rank a decision.
+        min_support: choices sampled fewer times are listed (each with its ``support``)
+            but do not rank a decision.
     """
-    lo, hi = band
-    if not 0.0 <= lo <= hi <= 1.0:
-        raise ValueError(f"band must satisfy 0 <= lo <= hi <= 1, got {band}")
+    keep = pairs_in_band(analysis, band)[:top]
     p = analysis.doc_probs
-    keep = ((p >= lo) & (p <= hi)).nonzero().flatten()
-    keep = keep[torch.argsort((p[keep] - 0.5).abs(), stable=True)][:top]
     out: list[UncertainDocument] = []
     for pair in keep.tolist():
         d = int(analysis.pair_doc[pair])
@@ -217,6 +250,7 @@ def uncertain_documents(
                         float(choice[i, j]),
                         float(rate[i, j]),
                         None if j == i else doc.mentions[j].sentence,
+                        int(support[i, j]),
                     )
                 )
             found.append(

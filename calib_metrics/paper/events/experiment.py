@@ -50,7 +50,7 @@ from calib_metrics.paper.events.analysis import (
     has_unknown_date,
     period_span,
 )
-from calib_metrics.paper.events.errors import uncertain_documents
+from calib_metrics.paper.events.errors import MIN_SUPPORT, pairs_in_band, uncertain_documents
 from calib_metrics.paper.events.stats import sample_summary
 from calib_metrics.paper.locations import data_help, find_dataset, missing_data
 from calib_metrics.predictions import save_figure
@@ -60,6 +60,11 @@ DESCRIPTION = "country 'attack' events per period with coreference posterior int
 NAME = "ud-english-gum"
 LEXICON = "phoenix-country-actors"
 
+
+# The uncertain (document, country) pairs listed, closest to 0.5 first, and the
+# coreference decisions shown for each (those that explain most of its variance).
+UNCERTAIN_TOP = 10
+UNCERTAIN_DECISIONS = 3
 
 # The options --quick sets when not given: (full run, --quick).
 QUICK = {"samples": (100, 20), "epochs": (3, 1)}
@@ -607,8 +612,16 @@ def _run(args: argparse.Namespace, given_model: AntecedentRanker | None) -> dict
     brier = (
         sum((r["prob"] - r["gold"]) ** 2 for r in doc_rows) / len(doc_rows) if doc_rows else None
     )
+    band = tuple(args.band)
     uncertain = uncertain_documents(
-        sampled, docs, tables, drawn["antecedents"], drawn["choice_probs"], band=tuple(args.band)
+        sampled,
+        docs,
+        tables,
+        drawn["antecedents"],
+        drawn["choice_probs"],
+        band=band,
+        top=UNCERTAIN_TOP,
+        decisions=UNCERTAIN_DECISIONS,
     )
     top = [sampled.codes.index(r["country"]) for r in country_rows if r["mean"] > 0][:4]
     figures = []
@@ -639,6 +652,9 @@ def _run(args: argparse.Namespace, given_model: AntecedentRanker | None) -> dict
         "document_events": doc_rows,
         "document_brier": brier,
         "band": list(args.band),
+        # The list is cut at UNCERTAIN_TOP: how many pairs the band holds in all.
+        "uncertain_in_band": int(pairs_in_band(sampled, band).numel()),
+        "min_support": MIN_SUPPORT,
         "uncertain": uncertain,
         "figures": figures,
         "exactness": "gold and 1-best a(d,c) are exact (deterministic clusterings); the "
@@ -713,17 +729,53 @@ def _cell_table(r: dict) -> str:
     )
 
 
+def _listed_of(r: dict) -> str:
+    """How many of the band's (document, country) pairs the list holds: the list is cut at
+    UNCERTAIN_TOP, which had not been said (11 in the band, 10 listed, one dropped).
+
+    Example:
+        >>> _listed_of({"uncertain": [1] * 10, "uncertain_in_band": 11})
+        'the 10 most uncertain of the 11 (document, country) pairs in the band'
+        >>> _listed_of({"uncertain": [1], "uncertain_in_band": 1})
+        'the 1 (document, country) pair in the band'
+    """
+    listed, in_band = len(r["uncertain"]), r["uncertain_in_band"]
+    pairs = f"{counted(in_band, '(document, country) pair')} in the band"
+    return f"the {listed} most uncertain of the {pairs}" if listed < in_band else f"the {pairs}"
+
+
+def _rate(choice, min_support: int) -> str:
+    """A choice's event rate with its sample count; "—" for a count below ``min_support``,
+    which gives no usable rate (it had been printed like any other: 0.33 from 3 samples).
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> _rate(NS(event_rate=0.36, support=14), 5), _rate(NS(event_rate=1 / 3, support=3), 5)
+        ('P(event|choice)=0.36 (n=14)', 'P(event|choice)=— (n=3 < 5)')
+    """
+    if choice.support < min_support:
+        return f"P(event|choice)=— (n={choice.support} < {min_support})"
+    return f"P(event|choice)={choice.event_rate:.2f} (n={choice.support})"
+
+
 def _uncertain_section(r: dict) -> list[str]:
     if not r["uncertain"]:
         lo, hi = r["band"]
         return [f"None: no candidate document's event probability lies in [{lo}, {hi}]."]
-    lines = []
+    lines = [
+        f"Listed: {_listed_of(r)}, each with at most {UNCERTAIN_DECISIONS} coreference "
+        "decisions, those that explain most of its variance. P is the probability of the "
+        "antecedent choice, P(event|choice) the event rate among the n samples that made it; "
+        f"a choice made in fewer than {r['min_support']} samples has no usable rate (—) and "
+        "does not rank the decision.",
+        "",
+    ]
     for u in r["uncertain"]:
         lines += [f"### {u.doc_id} — {u.code}, P(event) = {u.prob:.2f}", ""]
         lines += [f"> {text}" for text in u.sentences] + [""]
         for dec in u.decisions:
             opts = "; ".join(
-                f"{_where(ch)}: P={ch.prob:.2f}, P(event|choice)={ch.event_rate:.2f}"
+                f"{_where(ch)}: P={ch.prob:.2f}, {_rate(ch, r['min_support'])}"
                 for ch in dec.choices
             )
             lines.append(f"- mention {dec.text!r} (sentence {dec.sentence + 1}): {opts}")
@@ -872,4 +924,10 @@ def _print_summary(r: dict) -> None:
             f"mean {c['mean']:.2f} normal {_interval(c['normal'])} "
             f"percentile {_count_interval(c['percentile'])}"
         )
-    print(f"  uncertain documents: {len(r['uncertain'])}")
+    lo, hi = r["band"]
+    listed, in_band = len(r["uncertain"]), r["uncertain_in_band"]
+    shown = "all" if listed == in_band else f"the {listed} closest to 0.5"
+    print(
+        f"  uncertain: {counted(in_band, '(document, country) pair')} with "
+        f"{lo} <= a(d, c) <= {hi} ({shown} in results.md)"
+    )
