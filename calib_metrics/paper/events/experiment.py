@@ -129,6 +129,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--confidence", type=float, default=0.95, help="level of the counts' intervals"
     )
     parser.add_argument(
+        "--figure-interval",
+        choices=tuple(FIGURE_INTERVALS),
+        default="percentile",
+        help="the band the figures shade: the percentile interval of the sampled counts "
+        "(default: what the samples say, never below 0) or the paper's normal m ∓ z·s "
+        "(drawn from 0)",
+    )
+    parser.add_argument(
         "--band",
         type=float,
         nargs=2,
@@ -244,12 +252,33 @@ def _window(active: torch.Tensor, pad: int = 3) -> slice:
     return slice(max(0, int(idx[0]) - pad), int(idx[-1]) + pad + 1)
 
 
-# The interval the figures shade: sample_summary's normal interval m ∓ z·s (the paper's).
-INTERVAL_KIND = "normal, over posterior samples"
+# The intervals the figures can shade (--figure-interval), as their legends name them:
+# sample_summary's percentile interval, whose ends are sampled counts, or its normal
+# interval m ∓ z·s, the paper's, drawn from 0. The normal one had been the only one: at a
+# small count it reached 0.53 where the samples reached 1 (PRK on GUM: the gold count 1
+# lay above the band, inside the percentile interval [0, 1]).
+FIGURE_INTERVALS = {
+    "percentile": "percentile, over posterior samples",
+    "normal": "normal, over posterior samples",
+}
+
+
+def _figure_band(summary, interval: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ends of the band the figures shade, ``--figure-interval``'s."""
+    if interval == "normal":
+        return summary.normal_lower.clamp_min(0), summary.normal_upper
+    return summary.percentile_lower, summary.percentile_upper
 
 
 def _figures(
-    analysis, summary, gold_counts, best_counts, top: list[int], out: Path, confidence: float
+    analysis,
+    summary,
+    gold_counts,
+    best_counts,
+    top: list[int],
+    out: Path,
+    confidence: float,
+    interval: str = "percentile",
 ) -> list[str]:
     """A time series per country in ``top`` and an overlay of the first two (Fig. 6).
 
@@ -261,10 +290,11 @@ def _figures(
     from calib_metrics.plot import posterior_time_series
 
     spans = [period_span(p) for p in analysis.periods]
-    lower = summary.normal_lower.clamp_min(0)
-    upper = summary.normal_upper
-    active = (upper > 0) | (gold_counts > 0) | (best_counts > 0)  # [T, C]
-    kind = {"confidence": confidence, "interval": INTERVAL_KIND}
+    lower, upper = _figure_band(summary, interval)
+    # A mean above a band of [0, 0] (an event in fewer samples than the band leaves out)
+    # is still a period to show.
+    active = (summary.mean > 0) | (upper > 0) | (gold_counts > 0) | (best_counts > 0)  # [T, C]
+    kind = {"confidence": confidence, "interval": FIGURE_INTERVALS[interval]}
     paths = []
     for c in top:
         code = analysis.codes[c]
@@ -626,7 +656,16 @@ def _run(args: argparse.Namespace, given_model: AntecedentRanker | None) -> dict
     top = [sampled.codes.index(r["country"]) for r in country_rows if r["mean"] > 0][:4]
     figures = []
     if top:
-        figures = _figures(sampled, summary, gold_counts, best_counts, top, out, args.confidence)
+        figures = _figures(
+            sampled,
+            summary,
+            gold_counts,
+            best_counts,
+            top,
+            out,
+            args.confidence,
+            args.figure_interval,
+        )
 
     results = {
         "experiment": "events",
@@ -638,6 +677,7 @@ def _run(args: argparse.Namespace, given_model: AntecedentRanker | None) -> dict
         "period": args.period,
         "samples": args.samples,
         "confidence": args.confidence,
+        "figure_interval": args.figure_interval,
         "enhanced": args.enhanced,
         "documents": len(docs),
         "left_out_documents": corpus["left_out"],
@@ -863,8 +903,32 @@ def _markdown(r: dict) -> str:
         *_tables(r),
     ]
     lines += ["", r["exactness"], ""]
+    if r["figures"]:
+        lines += [_figure_note(r), ""]
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in r["figures"]]
     return "\n".join(lines) + "\n"
+
+
+def _figure_note(r: dict) -> str:
+    """What the figures' band is (results.md).
+
+    Example:
+        >>> _figure_note({"confidence": 0.95, "figure_interval": "percentile"})[:69]
+        'The figures shade the 95% percentile interval of the sampled counts ('
+    """
+    level = level_text(r["confidence"])
+    if r["figure_interval"] == "normal":
+        z = normal_quantile(r["confidence"])
+        return (
+            f"The figures shade the paper's {level} normal interval m ± {z:.2f} s, drawn from 0 "
+            "(`--figure-interval percentile`: the sampled counts' percentile interval)."
+        )
+    tail = level_text((1 - r["confidence"]) / 2)
+    return (
+        f"The figures shade the {level} percentile interval of the sampled counts (the "
+        "tables' percentile column; `--figure-interval normal`: the paper's m ± z s). A "
+        f"mean above a band of [0, 0] is an event in at most {tail} of the samples."
+    )
 
 
 def _of(part: int, whole: int) -> str:
