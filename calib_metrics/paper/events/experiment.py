@@ -723,7 +723,12 @@ def _normal_header(confidence: float) -> str:
         >>> _normal_header(0.95), _normal_header(0.8)
         ('normal m±1.96s', 'normal m±1.28s')
     """
-    return f"normal m±{normal_quantile(confidence):.2f}s"
+    return f"normal m±{_z_text(confidence)}s"
+
+
+def _z_text(confidence: float) -> str:
+    """The normal interval's z at ``confidence``, as results.md writes it: ``1.96``."""
+    return f"{normal_quantile(confidence):.2f}"
 
 
 def _country_table(r: dict) -> str:
@@ -918,9 +923,9 @@ def _figure_note(r: dict) -> str:
     """
     level = level_text(r["confidence"])
     if r["figure_interval"] == "normal":
-        z = normal_quantile(r["confidence"])
+        z = _z_text(r["confidence"])
         return (
-            f"The figures shade the paper's {level} normal interval m ± {z:.2f} s, drawn from 0 "
+            f"The figures shade the paper's {level} normal interval m ± {z} s, drawn from 0 "
             "(`--figure-interval percentile`: the sampled counts' percentile interval)."
         )
     tail = level_text((1 - r["confidence"]) / 2)
@@ -993,5 +998,5 @@ def _print_summary(r: dict) -> None:
     shown = "all" if listed == in_band else f"the {listed} closest to 0.5"
     print(
         f"  uncertain: {counted(in_band, '(document, country) pair')} with "
-        f"{lo} <= a(d, c) <= {hi} ({shown} in results.md)"
+        f"{lo} <= a(d, c) <= {hi}" + (f" ({shown} in results.md)" if in_band else "")
     )
