@@ -272,6 +272,28 @@ def test_score_modules_still_take_any_real_scores_and_uniform_bins_only_probabil
     assert loaded(torch.tensor([3.0])).shape == (1,)
 
 
+def test_an_isotonic_state_of_every_version_loads() -> None:
+    """An IsotonicCalibration saved its inputs= between c3b195b and 77ad799, as a
+    HistogramBinning did; such a HistogramBinning state loaded, and the isotonic one was
+    refused ("Unexpected key(s) in state_dict: _extra_state"). Its extra state (the kind
+    now) is read as a HistogramBinning's: a setting the kind takes, inputs= only checking
+    the range, loads; so does a state saved before it had any extra state."""
+    from calib_metrics.recalibration import IsotonicCalibration
+
+    g = torch.Generator().manual_seed(3)
+    q = torch.rand(400, generator=g, dtype=torch.float64)
+    fitted = IsotonicCalibration().fit(q, torch.bernoulli(q, generator=g))
+    state = fitted.state_dict()
+    kept = {k: v for k, v in state.items() if k != "_extra_state"}
+    for extra in ({"inputs": "scores"}, {"inputs": "probs"}, None):
+        older = kept if extra is None else {**kept, "_extra_state": extra}
+        module = IsotonicCalibration()
+        result = module.load_state_dict(older)
+        assert result.missing_keys == [] and result.unexpected_keys == []
+        assert torch.equal(module(q), fitted(q))
+    assert state["_extra_state"] == {"kind": "IsotonicCalibration"}
+
+
 def test_a_temperature_kept_at_one_maps_probabilities_to_themselves_bit_for_bit() -> None:
     """Dev probabilities all 0.5 keep T = 1 (docs/recalibration.md), yet the map went
     through sigmoid(logit(q)), one ulp off on a third of the test items: recalibrate
@@ -369,11 +391,17 @@ def test_a_vector_scaling_state_is_refused_by_matrix_scaling_and_back() -> None:
         (VectorScaling(), matrix.state_dict(), "MatrixScaling"),
         (MatrixScaling(), VectorScaling().state_dict(), "VectorScaling"),  # unfitted too
     ]:
-        with pytest.raises(ValueError, match=f"the state is a {kind}'s: load it into a {kind}"):
-            module.load_state_dict(state)
-        with pytest.raises(ValueError, match=f"load it into a {kind}"):
-            module.load_state_dict(state, strict=False)
-        assert not module.host_value("fitted") and module.weight.numel() == 0  # unchanged
+        # A state names the kind that saved it; one saved before it did, by its shapes.
+        older = {**state, "_extra_state": {"inputs": "logits"}}
+        for saved in (state, older):
+            said = f"the state is a {kind}'s: load it into a {kind}"
+            with pytest.raises(ValueError, match=said):
+                module.load_state_dict(saved)
+            with pytest.raises(ValueError, match=said):
+                module.load_state_dict(saved, strict=False)
+            assert not module.host_value("fitted") and module.weight.numel() == 0  # unchanged
+        with pytest.raises(ValueError, match=r"weight has shape \["):
+            module.load_state_dict(older)
     for module, fitted in ((VectorScaling(), vector), (MatrixScaling(), matrix)):
         module.load_state_dict(fitted.state_dict())
         assert torch.equal(module(logits[:2]), fitted(logits[:2]))
@@ -431,8 +459,8 @@ def test_a_partial_state_is_still_checked_for_its_settings() -> None:
     TemperatureScaling(inputs="probs").load_state_dict(state, strict=False)
     # A kind without the setting is not told to build itself with it.
     partial = {"_extra_state": {"inputs": "probs"}}
-    with pytest.raises(ValueError, match=r"inputs='probs', a setting this kind has not: the "
-                       "state is not a VectorScaling's"):  # fmt: skip
+    with pytest.raises(ValueError, match=r"inputs='probs', a setting this kind does not take "
+                       r"\(another kind's state, or one of another version\)"):  # fmt: skip
         VectorScaling().load_state_dict(partial, strict=False)
 
 

@@ -103,6 +103,12 @@ def test_a_state_of_its_kind_beside_an_extra_key_loads_with_strict_false(wrapped
     assert module.temperature.item() == fitted.temperature.item()
 
 
+def _without_kind(state: dict, prefix: str = "") -> dict:
+    """``state`` as saved before it named the kind that saved it."""
+    extra = {k: v for k, v in state[prefix + "_extra_state"].items() if k != "kind"}
+    return {**state, prefix + "_extra_state": extra}
+
+
 def _kept(module) -> tuple[dict, dict]:
     """What a load may change: every buffer, and the attributes beside them (``n_bins``)."""
     attributes = {
@@ -183,9 +189,13 @@ def test_a_binning_state_in_a_scaling_binning_is_refused_whole():
     assert not module.fitted and module.edges.numel() == 0 and module.n_bins == 15
     with pytest.raises(ValueError, match="ScalingBinning is not fitted"):
         module(torch.zeros(3))
-    said = r"binning='adaptive', a setting this kind has not: the state is not a ScalingBinning's"
+    said = r"the state is a HistogramBinning's: load it into a HistogramBinning"
     with pytest.raises(ValueError, match=said):
         module.load_state_dict(state, strict=False)
+    # Saved before a state named its kind: another kind's by its setting binning=.
+    said = r"binning='adaptive', a setting this kind does not take \(another kind's state"
+    with pytest.raises(ValueError, match=said):
+        module.load_state_dict(_without_kind(state), strict=False)
     assert not module.fitted and module.edges.numel() == 0
     # A setting the kind takes is no sign of another kind: HistogramBinning saved inputs=
     # too before 77ad799, and such a state still loads.
@@ -207,6 +217,132 @@ def test_another_kinds_partial_state_is_refused_by_its_settings():
     q, y = _pairs()
     module = TemperatureScaling().fit(torch.logit(q), y)
     fitted = module.temperature.item()
-    with pytest.raises(ValueError, match="separate=False, a setting this kind has not"):
+    with pytest.raises(ValueError, match="the state is a ChainTemperature's"):
         module.load_state_dict(state, strict=False)
+    with pytest.raises(ValueError, match="separate=False, a setting this kind does not take"):
+        module.load_state_dict(_without_kind(state), strict=False)
     assert module.temperature.item() == fitted
+
+
+def _scores_and_labels():
+    g = torch.Generator().manual_seed(0)
+    s = torch.randn(2000, generator=g, dtype=torch.float64) * 3
+    return s, torch.bernoulli(torch.sigmoid(s), generator=g)
+
+
+@pytest.mark.parametrize("fitted_first", [False, True])
+def test_a_scaling_binning_state_is_refused_by_a_histogram_binning(fitted_first):
+    """A ScalingBinning state holds every key of a HistogramBinning and its Platt step's
+    besides: with strict=False it had loaded, marked fitted, its edges (on the Platt
+    scale) read as scores' (0.003 for a score of 0 that the ScalingBinning maps to 0.48),
+    the only sign unexpected_keys=['platt.*']. The state names the kind that saved it."""
+    from calib_metrics.recalibration import ScalingBinning
+
+    s, y = _scores_and_labels()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        state = ScalingBinning(generator=torch.Generator().manual_seed(0)).fit(s, y).state_dict()
+        own = HistogramBinning().fit(s, y)
+    for strict in (True, False):
+        module = HistogramBinning()
+        if fitted_first:
+            module.load_state_dict(own.state_dict())
+        before = _kept(module)
+        said = r"the state is a ScalingBinning's: load it into a ScalingBinning"
+        with pytest.raises(ValueError, match=said):
+            module.load_state_dict(state, strict=strict)
+        assert _unchanged(before, _kept(module))
+        if not fitted_first:
+            with pytest.raises(ValueError, match="HistogramBinning is not fitted"):
+                module(torch.zeros(3, dtype=torch.float64))
+    assert state["_extra_state"]["kind"] == "ScalingBinning"
+    assert state["platt._extra_state"]["kind"] == "PlattScaling"
+
+
+def test_a_state_of_its_kind_beside_an_extra_key_is_checked_for_its_settings():
+    """Such a state loads with strict=False, and its settings had gone unread beside the
+    extra key: a fit_binary TemperatureScaling's (inputs='probs') loaded into one built
+    with the defaults, reading probabilities as logits, and a HistogramBinning of 5 bins
+    left the module's n_bins at 15. Its settings are read as without the key."""
+    from calib_metrics.recalibration import fit_binary
+
+    q, y = _pairs()
+    note = {"note": torch.tensor(1.0)}
+    state = {**fit_binary("temperature", q, y).state_dict(), **note}
+    default = TemperatureScaling()
+    with pytest.raises(ValueError, match=r"fitted with inputs='probs'.*build it with"):
+        default.load_state_dict(state, strict=False)
+    assert not default.fitted
+    same = TemperatureScaling(inputs="probs")
+    assert same.load_state_dict(state, strict=False).unexpected_keys == ["note"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        five = HistogramBinning(n_bins=5).fit(q, y)
+    binning = HistogramBinning()
+    binning.load_state_dict({**five.state_dict(), **note}, strict=False)
+    assert binning.n_bins == 5 and binning.values.numel() == 5
+
+
+class _SubclassedBinning(HistogramBinning):
+    """A user's subclass passing its arguments on, as many do."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+
+
+def test_a_subclass_loads_its_kinds_states_both_ways():
+    """A subclass forwarding **kwargs refused its own state, fitted with n_bins=5 and
+    loaded into one built with the defaults: "n_bins=5, a setting this kind has not: the
+    state is not a _SubclassedBinning's" (its own signature takes no n_bins). A subclass
+    takes its kind's arguments, and its state is its kind's, both ways."""
+    from calib_metrics.recalibration import ScalingBinning
+
+    q, y = _pairs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ours = _SubclassedBinning(n_bins=5).fit(q, y)
+        theirs = HistogramBinning(n_bins=5).fit(q, y)
+    older = _without_kind(ours.state_dict())  # judged by its settings, n_bins=5 among them
+    for state in (ours.state_dict(), theirs.state_dict(), older):
+        for module in (_SubclassedBinning(), HistogramBinning()):
+            result = module.load_state_dict(state)
+            assert result.missing_keys == [] and result.unexpected_keys == []
+            assert module.n_bins == 5 and torch.equal(module(q), ours(q))
+    assert ours.state_dict()["_extra_state"]["kind"] == "HistogramBinning"
+
+    # Still another kind's in a ScalingBinning, or in a subclass of it, by its name or,
+    # saved before it named it, by its setting binning=.
+    class _SubclassedScaling(ScalingBinning):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+
+    for module in (ScalingBinning(), _SubclassedScaling()):
+        for state, said in [
+            (ours.state_dict(), "the state is a HistogramBinning's"),
+            (_without_kind(ours.state_dict()), "binning='adaptive', a setting this kind does not"),
+        ]:
+            with pytest.raises(ValueError, match=said):
+                module.load_state_dict(state, strict=False)
+            assert not module.fitted
+
+
+def test_a_setting_or_kind_this_version_does_not_know_is_refused_as_such():
+    """A setting unknown to this version in a state of this kind had been called proof of
+    another kind's state ("the state is not a TemperatureScaling's"), which the load
+    cannot know. It is refused (the buffers may mean something else under it), saying
+    what the state may be: one of another version, where the state names this kind."""
+    q, y = _pairs()
+    fitted = TemperatureScaling().fit(torch.logit(q), y)
+    state = fitted.state_dict()
+    newer = {**state, "_extra_state": {**state["_extra_state"], "note": 1}}
+    module = TemperatureScaling()
+    said = r"note=1, a setting this kind does not take \(a state of another version of calib"
+    with pytest.raises(ValueError, match=said):
+        module.load_state_dict(newer)
+    said = r"note=1, a setting this kind does not take \(another kind's state, or one of another"
+    with pytest.raises(ValueError, match=said):
+        module.load_state_dict(_without_kind(newer))
+    unknown = {**state, "_extra_state": {**state["_extra_state"], "kind": "FutureScaling"}}
+    with pytest.raises(ValueError, match="saved by 'FutureScaling', a kind this version"):
+        module.load_state_dict(unknown, strict=False)
+    assert not module.fitted and module.temperature.item() == 1.0

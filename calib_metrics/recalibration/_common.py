@@ -600,42 +600,16 @@ class SettingsInState:
     otherwise: ClassVar[dict[str, dict[Any, str]]] = {}
 
     def get_extra_state(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.settings}
-
-    def set_extra_state(self, state: Any) -> None:
-        """Checked in :meth:`check_settings`, before any buffer changes."""
-
-    def saved_settings(self, state_dict: dict[str, Any], prefix: str) -> dict[str, Any]:
-        """The settings the state under ``prefix`` was saved with ({} where it holds none,
-        or is another kind's).
-
-        Another kind's state (a TemperatureScaling's in a PlattScaling) holds keys this
-        module has not, and fails on them, as any module's does: "build it with
-        inputs='probs'" had been said to a VectorScaling, which has no such setting. A key
-        it lacks says nothing of its kind (a partial state, loaded with strict=False), and
-        its settings are still checked; a key of a module inside it is that module's."""
-        saved = state_dict.get(prefix + "_extra_state")
-        foreign = self.keys_not_held(state_dict, prefix)  # type: ignore[attr-defined]
-        return saved if isinstance(saved, dict) and not foreign else {}
+        """The kind's name (:meth:`FittedModule.get_extra_state`) and the settings."""
+        kind = super().get_extra_state()  # type: ignore[misc]
+        return {**kind, **{name: getattr(self, name) for name in self.settings}}
 
     def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
-        """Refuse a state saved with other ``settings`` than this module's, or with a
-        setting this kind has not (another kind's state: a HistogramBinning's ``binning=``
-        in a ScalingBinning, whose keys it all holds, had loaded with strict=False, its
-        Platt step unfitted). A setting the kind takes but no longer saves (``inputs=`` of
-        a HistogramBinning saved before 77ad799) is no sign of another kind."""
+        """Refuse a state saved with other ``settings`` than this module's (once
+        :meth:`FittedModule.check_settings` has refused another kind's)."""
         super().check_settings(state_dict, prefix)  # type: ignore[misc]
-        saved = self.saved_settings(state_dict, prefix)
+        saved = self.saved_settings(state_dict, prefix)  # type: ignore[attr-defined]
         said = self.said_as  # type: ignore[attr-defined]
-        kept = self.get_extra_state()
-        taken = inspect.signature(type(self)).parameters
-        for name, value in saved.items():
-            if name not in taken and (name not in kept or value != kept[name]):
-                raise ValueError(
-                    f"{said}: the state was fitted with {name}={value!r}, a setting this "
-                    f"kind has not: the state is not a {type(self).__name__}'s; load it "
-                    "into the module that saved it"
-                )
         for name in self.settings:
             if name in saved and saved[name] != getattr(self, name):
                 raise ValueError(
@@ -649,16 +623,6 @@ class SettingsInState:
         refusal had said one value's meaning whichever way round the two were."""
         does = self.otherwise.get(name, {}).get(value)
         return f"{name}={value!r}" + (f" (which {does})" if does else "")
-
-    def _load_from_state_dict(  # type: ignore[override]
-        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
-    ) -> None:
-        super()._load_from_state_dict(  # type: ignore[misc]
-            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, errors
-        )
-        key = prefix + "_extra_state"
-        if key not in state_dict and key in missing_keys:  # saved before settings were
-            missing_keys.remove(key)
 
 
 def _is_real(buffer: Tensor | None) -> bool:
@@ -767,6 +731,33 @@ def _in_fitting_mode(fit: Callable) -> Callable:
     return fit_in_fitting_mode
 
 
+#: The library's recalibrator kinds by name (:meth:`FittedModule.get_extra_state`).
+_KINDS: dict[str, type] = {}
+
+
+def _kind_of(cls: type) -> type | None:
+    """The library kind ``cls`` is: itself, or the one a user's subclass of it extends
+    (None for a module of no library kind)."""
+    return next((c for c in cls.__mro__ if _KINDS.get(c.__name__) is c), None)
+
+
+def _arguments_taken(cls: type) -> set[str]:
+    """The constructor arguments of ``cls`` and of the classes it extends up to its library
+    kind: a user's subclass passing ``**kwargs`` on takes its kind's (the settings of a
+    state that ``MyHB(n_bins=5)`` saved had been called "a setting this kind has not" by
+    ``MyHB()``). Not those of the library's base classes beyond its kind: a VectorScaling
+    takes no ``inputs=``, which its base class does."""
+    kind, taken = _kind_of(cls), set()
+    for part in cls.__mro__:
+        init = vars(part).get("__init__")
+        if init is not None and issubclass(part, FittedModule):
+            parameters = list(inspect.signature(init).parameters.values())[1:]  # less self
+            taken |= {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+        if part is kind:
+            break
+    return taken
+
+
 class FittedModule(nn.Module):
     """An ``nn.Module`` whose buffers take the shapes they are loaded with.
 
@@ -784,6 +775,8 @@ class FittedModule(nn.Module):
         super().__init_subclass__(**kwargs)
         if "fit" in cls.__dict__:
             cls.fit = _in_fitting_mode(cls.__dict__["fit"])  # type: ignore[attr-defined]
+        if cls.__module__.startswith("calib_metrics.") and not cls.__name__.startswith("_"):
+            _KINDS[cls.__name__] = cls
 
     def __init__(self) -> None:
         super().__init__()
@@ -873,13 +866,14 @@ class FittedModule(nn.Module):
         with torch.inference_mode(False):
             self._replace_buffers(state_dict, prefix, *args)
         self.__dict__.get("_host_values", {}).clear()  # loaded in place: read again
+        key = prefix + "_extra_state"
+        if key not in state_dict and key in missing_keys:  # saved before it travelled
+            missing_keys.remove(key)
 
     def keys_not_held(self, state_dict: dict[str, Any], prefix: str) -> list[str]:
         """The keys under ``prefix`` that name nothing of this module (another kind's
         state), as torch's strict load finds them; a module inside it reads its own."""
-        ours = self._buffers.keys() | self._parameters.keys()
-        if type(self).set_extra_state is not nn.Module.set_extra_state:
-            ours |= {"_extra_state"}
+        ours = self._buffers.keys() | self._parameters.keys() | {"_extra_state"}
         foreign = []
         for key in (k for k in state_dict if k.startswith(prefix)):
             name, *inside = key[len(prefix) :].split(".", 1)
@@ -922,9 +916,71 @@ class FittedModule(nn.Module):
                 module._checked_state(state_dict, f"{prefix}{name}.")
         return state_dict
 
+    def get_extra_state(self) -> dict[str, Any]:
+        """What travels beside the buffers: the name of the library kind that saved the
+        state (a user's subclass saves its kind's), read by :meth:`check_settings`; the
+        settings of a kind that has any (:class:`SettingsInState`)."""
+        kind = _kind_of(type(self))
+        return {} if kind is None else {"kind": kind.__name__}
+
+    def set_extra_state(self, state: Any) -> None:
+        """Checked in :meth:`check_settings`, before any buffer changes."""
+
+    def saved_settings(self, state_dict: dict[str, Any], prefix: str) -> dict[str, Any]:
+        """The settings the state under ``prefix`` was saved with, less the kind that saved
+        it ({} where it holds none: saved before they travelled, or by hand). Read beside
+        keys of no part of this module too: a state of its kind beside an extra key loads
+        with ``strict=False``, and a ``fit_binary`` TemperatureScaling's had loaded so into
+        one built with the defaults, its ``inputs='probs'`` unread."""
+        saved = state_dict.get(prefix + "_extra_state")
+        if not isinstance(saved, dict):
+            return {}
+        return {name: value for name, value in saved.items() if name != "kind"}
+
     def check_settings(self, state_dict: dict[str, Any], prefix: str) -> None:
-        """Refuse a state (``state_dict``'s part under ``prefix``) saved with other
-        settings than this module's: none to check, here (:class:`SettingsInState`)."""
+        """Refuse a state (``state_dict``'s part under ``prefix``) that another kind saved,
+        or that was saved with a setting this kind does not take; a kind's own settings are
+        compared by :class:`SettingsInState`.
+
+        The state names the kind that saved it: a ``ScalingBinning``'s, which holds every
+        key of a ``HistogramBinning`` and its Platt step's besides, had loaded into one with
+        ``strict=False``, marked fitted, its edges (on the Platt scale) read as scores'. A
+        subclass's state counts as its kind's, both ways. A state saved before the kind
+        travelled is known by its keys and settings: a ``HistogramBinning``'s ``binning=``
+        in a ``ScalingBinning``, whose keys it all holds. A setting this kind takes but no
+        longer saves (``inputs=`` of a ``HistogramBinning`` or an ``IsotonicCalibration``
+        saved between c3b195b and 77ad799) is no sign of another kind; one it does not take
+        (a newer version's?) is refused, as the buffers may mean something else under it."""
+        extra = state_dict.get(prefix + "_extra_state")
+        if not isinstance(extra, dict):
+            return
+        said, kind = self.said_as, _kind_of(type(self))
+        named = "kind" in extra and kind is not None
+        if "kind" in extra and kind is not None:
+            saver = _KINDS.get(extra["kind"]) if isinstance(extra["kind"], str) else None
+            if saver is None:
+                raise ValueError(
+                    f"{said}: the state was saved by {extra['kind']!r}, a kind this version "
+                    "of calib_metrics has not: load it into the module that saved it"
+                )
+            if not (issubclass(kind, saver) or issubclass(saver, kind)):
+                raise ValueError(
+                    f"{said}: the state is a {saver.__name__}'s: load it into a "
+                    f"{saver.__name__} (a state names the kind that saved it, where this "
+                    f"module is a {kind.__name__})"
+                )
+        kept, taken = self.get_extra_state(), _arguments_taken(type(self))
+        for name, value in self.saved_settings(state_dict, prefix).items():
+            if name not in taken and (name not in kept or value != kept[name]):
+                whose = (
+                    "a state of another version of calib_metrics"
+                    if named
+                    else "another kind's state, or one of another version"
+                )
+                raise ValueError(
+                    f"{said}: the state was fitted with {name}={value!r}, a setting this "
+                    f"kind does not take ({whose}): load it into the module that saved it"
+                )
 
     def _replace_buffers(self, state_dict, prefix, *args, **kwargs) -> None:
         """Load the state's buffers, each made anew in the state's shape and dtype."""
