@@ -199,14 +199,16 @@ def _rows(table) -> Tensor:
 def _lexicographic_order(rows: Tensor) -> Tensor:
     """The order ``[N]`` that sorts ``rows [N, K]`` by their first column, then their
     second, and so on: one stable sort per column, from the last. -0.0 sorts as 0.0, the
-    number it equals, whichever sort the device runs (a sort of the bits would not).
+    number it equals, whichever sort the device runs (a sort of the bits would not); rows
+    of another dtype sort as they are (``+ 0.0`` had made int64 rows float32, and
+    2**25 + 1 sorted as 2**25).
 
     Example:
         >>> import torch
         >>> _lexicographic_order(torch.tensor([[0.5, 1.0], [0.2, 0.0], [0.5, 0.0]])).tolist()
         [1, 2, 0]
     """
-    keys = rows + 0.0  # -0.0 + 0.0 is 0.0
+    keys = rows + 0.0 if rows.is_floating_point() else rows  # -0.0 + 0.0 is 0.0
     order = keys[:, -1].argsort(stable=True)
     for column in range(rows.shape[1] - 2, -1, -1):
         order = order[keys[order, column].argsort(stable=True)]

@@ -111,6 +111,24 @@ def test_the_copy_checks_grouping_is_torch_uniques(columns, seed):
     assert torch.equal(_row_groups(rows[:1]), torch.zeros(1, dtype=torch.long))
 
 
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
+def test_the_copy_checks_grouping_of_rows_of_other_dtypes_is_torch_uniques(dtype):
+    """-0.0 was made 0.0 by adding 0.0 to every row, which made integer rows float32:
+    2**25 and 2**25 + 1 were one value, and rows differing there one group."""
+    import torch
+
+    from calib_metrics.cli_recalibrate import _row_groups
+
+    g = torch.Generator().manual_seed(0)
+    dtype = getattr(torch, dtype)
+    top = {torch.bool: 2, torch.uint8: 256}.get(dtype, 7)
+    rows = torch.randint(0, top, (500, 2), generator=g).to(dtype)
+    if dtype in (torch.int64, torch.int32):
+        rows = rows + 2**25  # integers that float32 does not all hold
+    expected = torch.unique(rows, dim=0, return_inverse=True)[1]
+    assert torch.equal(_row_groups(rows), expected)
+
+
 def test_a_shuffled_copy_with_minus_zero_is_the_dev_pairs(tmp_path, capsys):
     """-0.0 is the probability 0.0: a test file of the dev pairs, shuffled, one 0.0
     written as -0.0, is still the dev pairs (as before the copy check sorted columns)."""
