@@ -20,6 +20,7 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import as_int, check_flag, check_not_meta
 from calib_metrics.models import linear_chain
+from calib_metrics.models.linear_chain import _hinted_pairwise_rows
 
 
 def _check_tensors(**named: object) -> None:
@@ -522,7 +523,7 @@ def span_marginals(
         f"{_span_keywords(spans)})"
     )
     hint = _aligned_spans_hint("emissions, mask=mask", call)
-    chain = linear_chain.hinted_pairwise_rows(
+    chain = _hinted_pairwise_rows(
         emissions, transitions, start, end, mask, rows=(begin, inside), hint=hint
     )
     uni, pair = chain.unigram, chain.pairwise  # [B, T-1, 2, K]: `begin`'s, `inside`'s rows

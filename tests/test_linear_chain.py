@@ -832,3 +832,18 @@ def test_pairwise_rows_takes_validate_args() -> None:
     assert _reads(pairwise_rows, em, tr, st, en, rows=(1,), validate_args=False) == 2
     with pytest.raises(ValueError, match="validate_args must be True or False, got 'no'"):
         pairwise_rows(em, tr, st, en, rows=(1,), validate_args="no")
+
+
+def test_the_hinted_pairwise_rows_are_private_and_end_a_mask_error_with_the_hint() -> None:
+    """hinted_pairwise_rows had a public name outside __all__, with no example: span
+    marginals' helper, private now. Its mask's layout error ends with the caller's hint,
+    pairwise_rows' with the chain functions' (left_align_hint)."""
+    assert not hasattr(linear_chain, "hinted_pairwise_rows")
+    em, tr, st, en = _potentials(2, 4, 3, seed=2)
+    mask = torch.tensor([[True, False, True, True], [True] * 4])
+    with pytest.raises(ValueError, match="left-aligned") as told:
+        linear_chain._hinted_pairwise_rows(em, tr, st, en, mask, rows=(1,), hint=" (its fix)")
+    assert str(told.value).endswith(") (its fix)")
+    with pytest.raises(ValueError, match="left-aligned") as told:
+        pairwise_rows(em, tr, st, en, mask, rows=(1,))
+    assert str(told.value).endswith(linear_chain.left_align_hint())

@@ -925,13 +925,13 @@ def pairwise_rows(
         >>> out.pairwise.shape, out.pairwise[0, 0, 0].tolist()  # P(y_0 = 1, y_1 = j)
         (torch.Size([1, 1, 1, 3]), [0.1111111111111111, 0.1111111111111111, 0.1111111111111111])
     """
-    return hinted_pairwise_rows(
+    return _hinted_pairwise_rows(
         emissions, transitions, start, end, mask, rows=rows, hint=None,
         compute_dtype=compute_dtype, validate_args=validate_args,
     )  # fmt: skip
 
 
-def hinted_pairwise_rows(
+def _hinted_pairwise_rows(
     emissions: Tensor,
     transitions: Tensor,
     start: Tensor,
