@@ -408,7 +408,7 @@ def test_fast_and_log_space_paths_agree():
     fwd, state = lc._run_forward(em, tr, st, en, mask)
     assert state is not None
     fast = lc._marginal_parts(em, tr, st, en, mask, pairwise=True)
-    assert fast.nxt is not None and fast.pair is None
+    assert fast.nxt is not None and fast.log_pair is None
     slow = lc._log_parts(
         em, tr, st, en, mask, True, lc._log_space_forward(em, tr, st, en, mask, fwd)
     )
@@ -802,6 +802,55 @@ def test_log_space_pairwise_rows_are_posterior_marginals_rows_without_the_whole_
     assert largest.largest < whole or block >= whole
     # In compute_dtype, not the dtype of the emissions, as the docstring says.
     assert pairwise_rows(em.float(), tr, st, en, mask, rows=rows).pairwise.dtype == F64
+
+
+@pytest.mark.parametrize("forbidden", [-1e4, -math.inf])  # log-space path, fast path
+@pytest.mark.parametrize("block", [64 * 4, 1 << 20])
+def test_log_z_gradient_takes_chunks_of_sentences_and_blocks_of_steps(
+    forbidden, block, monkeypatch
+) -> None:
+    """Transitions forbidden as pytorch-crf's -1e4 send log Z to the log-space path, whose
+    backward had built the whole batch's [B, T-1, K, K] log pairwise marginals, several
+    times, to sum them into the K x K transitions gradient (13.2 GB at B = 256, T = 512,
+    K = 64; posterior_marginals takes a chunk of sentences at a time). The backward takes
+    the same chunks, and the pairs a block of steps at a time: pytorch-crf's autograd
+    gradients, and the one-pass ones, with a chunk boundary inside the batch."""
+    batch, length, num_tags = 7, 10, 8
+    em, tr, st, en = _potentials(batch, length, num_tags, scale=2.0, seed=41)
+    tr[torch.rand(num_tags, num_tags, generator=torch.Generator().manual_seed(2)) < 0.3] = forbidden
+    mask = _ragged_mask([10, 3, 1, 10, 6, 9, 2], length)
+    weight = torch.linspace(0.5, 2.0, batch, dtype=F64)  # each chunk weighs its own rows
+    crf = CRF(num_tags, batch_first=True).double()
+    with torch.no_grad():
+        crf.transitions.copy_(tr.clamp(min=-1e4))  # pytorch-crf's own way to forbid
+        crf.start_transitions.copy_(st)
+        crf.end_transitions.copy_(en)
+    theirs = [em.clone().requires_grad_(), crf.transitions, crf.start_transitions,
+              crf.end_transitions]  # fmt: skip
+    log_z = crf._compute_normalizer(theirs[0].transpose(0, 1), mask.transpose(0, 1))
+    want = torch.autograd.grad((log_z * weight).sum(), theirs)
+    ours = [x.clone().requires_grad_() for x in (em, tr, st, en)]
+    one_pass = torch.autograd.grad((log_partition(*ours, mask) * weight).sum(), ours)
+
+    monkeypatch.setattr(linear_chain, "_CHUNK_BYTES", 2 * length * num_tags * 8)  # 2 rows
+    monkeypatch.setattr(linear_chain, "_PAIR_BLOCK_ELEMENTS", block)
+    calls = []
+    parts = linear_chain._marginal_parts
+    monkeypatch.setattr(
+        linear_chain,
+        "_marginal_parts",
+        lambda em, *a, **k: calls.append(len(em)) or parts(em, *a, **k),
+    )
+    with _LargestOutput() as largest:
+        got = torch.autograd.grad((log_partition(*ours, mask) * weight).sum(), ours)
+    assert calls == [2, 2, 2, 1]
+    for mine, whole, reference in zip(got, one_pass, want, strict=True):
+        torch.testing.assert_close(mine, whole, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(mine, reference)
+    assert largest.largest < batch * (length - 1) * num_tags**2
+    assert largest.largest <= max(batch * length * num_tags, 2 * (length - 1) * num_tags**2)
+    if block < num_tags**2 * length:  # blocks of steps: no [2, T-1, K, K] either
+        assert largest.largest <= batch * length * num_tags
 
 
 @pytest.mark.parametrize(

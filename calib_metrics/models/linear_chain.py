@@ -26,7 +26,11 @@ exactly, to stay on the fast path. So is a call where a tag that forbidden
 transitions keep apart falls hundreds of nats behind over several steps and is
 needed again later: the forward vectors underflow without any step showing it,
 and the backward pass's check, which :func:`log_partition` and :func:`sample` run
-as well, catches it. Float32 inputs of length 2000 and score
+as well, catches it. The log-space path takes about ten times as long but no more
+memory: its pairwise marginals, and the transitions gradient of :func:`log_partition`,
+are built a block of steps at a time, never as a ``[B, T-1, K, K]`` log tensor (log Z
+and its gradient at B = 256, T = 512, K = 64 peak at 0.64 GB, as with -inf; the
+gradient had taken 13 GB). Float32 inputs of length 2000 and score
 scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
 is differentiable, with the marginals (expected counts) as its exact gradient.
 Results come back in the dtype of ``emissions`` on its device: from float16 inputs a log
@@ -38,8 +42,9 @@ Each step writes into slices of tensors laid out time step by time step (so a st
 slice is contiguous and nothing is allocated per step); the pairwise marginals, the
 largest output, are built afterwards in one blocked pass, in a tensor advised to the
 kernel as transparent huge pages on Linux (``calib_metrics/models/_memory.py``). On CPU,
-:func:`posterior_marginals` takes a large batch a chunk of sentences at a time, so that
-its float64 temporaries stay small enough for the allocator to reuse. Viterbi keeps the
+:func:`posterior_marginals` and the backward pass of :func:`log_partition` take a large
+batch a chunk of sentences at a time, so that their float64 temporaries stay small enough
+for the allocator to reuse. Viterbi keeps the
 best prefix scores only and recomputes the backpointers of the chosen path.
 
 Scores may be -inf (a forbidden tag or transition); NaN and +inf raise ``ValueError``
@@ -648,8 +653,10 @@ def log_partition(
 
     Host synchronisations: one for the argument checks (``validate_args=False`` skips
     them; the caller then vouches for the inputs), two in the forward pass and two in the
-    backward pass, which decide whether the fast rescaled recursion was exact or the
-    log-space one is needed (the forward pass runs the fast backward recursion too: a tag
+    backward pass (per chunk of sentences, as :func:`posterior_marginals` takes them on
+    CPU: one chunk for a batch whose ``[B, T, K]`` float64 fits 16 MiB), which decide
+    whether the fast rescaled recursion was exact or the log-space one is needed (the
+    forward pass runs the fast backward recursion too: a tag
     that forbidden transitions keep apart can underflow over several steps where only the
     backward vectors show it). A training loop that must not wait passes a list as
     ``precision_flags``: the forward pass then runs the forward recursion alone, its check
@@ -781,9 +788,10 @@ def posterior_marginals(
     return ChainMarginals(log_z.to(out_dtype), unigram, pair_out)
 
 
-# Sentences per chunk of posterior_marginals: a [rows, T, K] float64 tensor stays under
-# glibc's largest mmap threshold (32 MiB), so a chunk's temporaries reuse memory that the
-# previous chunk freed instead of each being mapped, and faulted in, afresh.
+# Sentences per chunk of posterior_marginals and of log_partition's backward: a
+# [rows, T, K] float64 tensor stays under glibc's largest mmap threshold (32 MiB), so a
+# chunk's temporaries reuse memory that the previous chunk freed instead of each being
+# mapped, and faulted in, afresh.
 _CHUNK_BYTES = 16 << 20
 
 
@@ -954,9 +962,9 @@ def _hinted_pairwise_rows(
     if validate_args:
         rows = _check_rows(rows, em.shape[2])
     with torch.no_grad():
-        parts = _marginal_parts(em, tr, st, en, mask, pairwise=True, rows=rows)
-        if parts.pair is not None:  # the log-space path built these rows only
-            pair = parts.pair
+        parts = _marginal_parts(em, tr, st, en, mask, pairwise=True)
+        if parts.log_pair is not None:  # the log-space path: these rows only
+            pair = _log_pair_rows(parts.log_pair, rows)
         else:  # the fast path's factors: p_t(i) * trans_col[i, j] * nxt_t(j)
             # Row by row with integer indices: a list would be an index tensor copied to
             # the device.
@@ -976,21 +984,33 @@ def _check_rows(rows: object, num_tags: int) -> tuple[int, ...]:
     return tuple(as_int(f"rows[{r}]", row, 0, num_tags) for r, row in enumerate(rows))
 
 
+class _LogPair(NamedTuple):
+    """The log-space path's pairwise marginals, not built: ``P(y_t = i, y_{t+1} = j)`` is
+    ``exp(left[b, t, i] + tr[i, j] + right[b, t, j])`` normalised over ``(i, j)`` at each
+    step, ``right`` -inf where ``t + 1`` lies outside the mask or the sentence is
+    impossible (so those steps are 0). Built a block at a time (:func:`_log_pair_blocks`,
+    :func:`_log_pair_rows`): the ``[B, T-1, K, K]`` log tensor had taken 13 GB for a
+    gradient at B = 256, T = 512, K = 64."""
+
+    left: Tensor  # [B, T-1, K] normalised log forward messages
+    tr: Tensor  # [K, K]
+    right: Tensor  # [B, T-1, K] emissions plus normalised log backward messages at t + 1
+
+
 class _Parts(NamedTuple):
     forward: _Forward
     unigram: Tensor  # [B, T, K], 0 outside the mask
     # Fast path: P(y_t = i, y_{t+1} = j) = probs[b, t, i] * trans_col[i, j] * nxt[b, t, j],
-    # nxt 0 where t + 1 is outside the mask. Log-space path: the pairwise tensor itself.
+    # nxt 0 where t + 1 is outside the mask.
     nxt: Tensor | None
-    pair: Tensor | None
+    log_pair: _LogPair | None  # the log-space path's factors
 
 
-def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None, rows=None) -> _Parts:
-    """Forward-backward in the compute dtype: unigram marginals and pairwise factors
-    (on the log-space path, the pairwise rows ``rows`` only, when given)."""
+def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None) -> _Parts:
+    """Forward-backward in the compute dtype: unigram marginals and pairwise factors."""
     fwd, both = _forward_backward(em, tr, st, en, mask, flags)
     if both is None:
-        return _log_parts(em, tr, st, en, mask, pairwise, fwd, rows)
+        return _log_parts(em, tr, st, en, mask, pairwise, fwd)
     norm, qs = both.norm, both.qs
     uni = both.joint.mul_(mask[..., None] / norm)  # the joint products are not needed again
     if not pairwise or em.shape[1] == 1:
@@ -1004,47 +1024,79 @@ def _marginal_parts(em, tr, st, en, mask, pairwise: bool, flags=None, rows=None)
     return _Parts(fwd, uni, nxt, None)
 
 
-def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward, rows=None) -> _Parts:
+def _log_parts(em, tr, st, en, mask, pairwise: bool, fwd: _Forward) -> _Parts:
     """Marginals from the log-space recursions (the exact fallback); an impossible
     sentence (log Z = -inf) gets zero marginals. ``fwd`` is the log-space forward pass,
-    as :func:`_forward_backward` returns it beside ``None``. Given ``rows``, the pairwise
-    marginals are those rows' only, ``[B, T-1, len(rows), K]``."""
+    as :func:`_forward_backward` returns it beside ``None``. The pairwise marginals come
+    as their ``[B, T-1, K]`` factors (:class:`_LogPair`)."""
     log_beta = _log_backward(em, tr, en, mask)
     possible = torch.isfinite(fwd.log_partition)
     valid = mask[..., None] & possible[:, None, None]
     uni = torch.where(valid, torch.softmax(fwd.log_alpha + log_beta, -1), 0.0)
     pair = None
     if pairwise:
-        left, right = fwd.log_alpha[:, :-1], em[:, 1:] + log_beta[:, 1:]
-        if rows is None:
-            log_pair = _log_pair(left, tr, right)
-            norm = _pair_norm(log_pair)
-        else:
-            # Row by row with integer indices: a list would be an index tensor copied to
-            # the device.
-            log_pair = torch.stack([left[..., row, None] + tr[row] + right for row in rows], 2)
-            norm = _blocked_pair_norm(left, tr, right)
-        log_pair = log_pair - _finite_or_zero(norm)[..., None, None]
-        pair = torch.where(valid[:, 1:, :, None], torch.exp(log_pair), 0.0)
+        # Selected, not added: emissions outside the mask are never checked (NaN, +inf).
+        right = torch.where(valid[:, 1:], em[:, 1:] + log_beta[:, 1:], -math.inf)
+        pair = _LogPair(fwd.log_alpha[:, :-1], tr, right)
     return _Parts(fwd, uni, None, pair)
+
+
+def _pair_blocks(batch: int, steps: int, num_tags: int) -> list[tuple[slice, slice]]:
+    """``(sentences, steps)`` blocks that tile ``[B, T-1]``, each of at most
+    ``_PAIR_BLOCK_ELEMENTS`` entries of the ``[B, T-1, K, K]`` pairwise marginals (one step
+    at least): the blocks in which the log-space path builds them."""
+    per_block = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))  # steps
+    span = max(1, min(per_block, steps))
+    sentences = max(1, per_block // span)
+    return [
+        (slice(first, first + sentences), slice(begin, begin + span))
+        for first in range(0, batch, sentences)
+        for begin in range(0, steps, span)
+    ]
+
+
+def _log_pair_blocks(pair: _LogPair):
+    """Each block of :func:`_pair_blocks` with its pairwise marginals: ``(block,
+    [sentences, steps, K, K])``, normalised per step as :func:`_blocked_pair_norm`
+    normalises rows (the same sums, to the bit)."""
+    for block in _pair_blocks(*pair.right.shape):
+        log_pair = _log_pair(pair.left[block], pair.tr, pair.right[block])
+        yield block, torch.exp(log_pair - _finite_or_zero(_pair_norm(log_pair))[..., None, None])
+
+
+def _log_pair_rows(pair: _LogPair, rows: tuple[int, ...]) -> Tensor:
+    """``[B, T-1, len(rows), K]``: the pairwise marginals of the tags ``rows`` only."""
+    left, tr, right = pair
+    # Row by row with integer indices: a list would be an index tensor copied to the device.
+    log_rows = torch.stack([left[..., row, None] + tr[row] + right for row in rows], 2)
+    norm = _blocked_pair_norm(left, tr, right)
+    return torch.exp(log_rows - _finite_or_zero(norm)[..., None, None])
 
 
 def _blocked_pair_norm(left: Tensor, tr: Tensor, right: Tensor) -> Tensor:
     """``logsumexp`` over ``(i, j)`` of ``left[b, t, i] + tr[i, j] + right[b, t, j]``,
-    ``[B, T-1]``, computed as :func:`_log_parts` computes it for the whole tensor (the
-    same sums, so the rows are normalised by the same quantity, to the bit), a block of
-    at most ``_PAIR_BLOCK_ELEMENTS`` at a time: the rows of a few tags need not hold the
-    ``[B, T-1, K, K]`` log pairwise tensor (3.9 GB at B = 1000, T = 100, K = 40)."""
-    batch, steps, num_tags = right.shape
-    norm = right.new_empty(batch, steps)
-    per_block = max(1, _PAIR_BLOCK_ELEMENTS // (num_tags * num_tags))  # steps
-    span = max(1, min(per_block, steps))
-    sentences = max(1, per_block // span)
-    for first in range(0, batch, sentences):
-        for begin in range(0, steps, span):
-            block = (slice(first, first + sentences), slice(begin, begin + span))
-            norm[block] = _pair_norm(_log_pair(left[block], tr, right[block]))
+    ``[B, T-1]``, a block of :func:`_pair_blocks` at a time: the rows of a few tags need
+    not hold the ``[B, T-1, K, K]`` log pairwise tensor (3.9 GB at B = 1000, T = 100,
+    K = 40)."""
+    norm = right.new_empty(right.shape[:2])
+    for block in _pair_blocks(*right.shape):
+        norm[block] = _pair_norm(_log_pair(left[block], tr, right[block]))
     return norm
+
+
+def _weighted_pair_sum(parts: _Parts, weight: Tensor) -> Tensor:
+    """``[K, K]``: ``sum_{b, t} weight[b] P_bt(i, j)``, the transitions' gradient of
+    ``sum_b weight[b] log Z_b``, without the ``[B, T-1, K, K]`` pairwise marginals."""
+    if parts.log_pair is not None:
+        tr = parts.log_pair.tr
+        total = tr.new_zeros(tr.shape)
+        for block, probs in _log_pair_blocks(parts.log_pair):
+            total = total + torch.tensordot(weight[block[0]], probs.sum(1), 1)
+        return total
+    # sum_{b,t} w_b P_bt(i, j) = trans_col[i, j] * sum_{b,t} w_b prev_bt(i) nxt_bt(j)
+    prev = parts.forward.probs[:, :-1] * weight[:, None, None]
+    flat = prev.reshape(-1, prev.shape[-1]).t() @ parts.nxt.reshape(-1, prev.shape[-1])
+    return parts.forward.trans_col * flat
 
 
 def _log_pair(left: Tensor, tr: Tensor, right: Tensor) -> Tensor:
@@ -1086,8 +1138,10 @@ def _pairwise(parts: _Parts, out: Tensor, valid: Tensor | None = None) -> Tensor
     ``p_t`` (the normalised forward vector) and ``trans_col`` lie in [0, 1]; ``nxt`` carries
     the emission, backward and normalising factors.
     """
-    if parts.pair is not None:
-        return out.copy_(parts.pair).clamp_(0, 1)
+    if parts.log_pair is not None:  # every step, padding's zeros too
+        for block, probs in _log_pair_blocks(parts.log_pair):
+            out[block].copy_(probs).clamp_(0, 1)
+        return out
     prev, trans_col, nxt = parts.forward.probs[:, :-1], parts.forward.trans_col, parts.nxt
     batch, steps, num_tags = nxt.shape
     # The [B, T-1, K, K] product dominates the cost, and float32 halves it. It is exact to
@@ -1193,20 +1247,26 @@ class _LogPartition(torch.autograd.Function):
 
     @staticmethod
     def _gradients(ctx, grad):
+        """The marginals weighted by ``grad``, a chunk of sentences at a time as
+        :func:`posterior_marginals` takes them (:func:`_chunks`). Out of place: under
+        ``torch.func.jacrev`` ``grad`` is batched, and cannot be written into a buffer."""
         em, tr, st, en, mask = ctx.saved_tensors
         needs = ctx.needs_input_grad
-        parts = _marginal_parts(em, tr, st, en, mask, pairwise=needs[1], flags=ctx.flags)
-        weighted = parts.unigram * grad[:, None, None]
-        last = weighted.gather(1, (mask.sum(1) - 1)[:, None, None].expand(-1, 1, em.shape[2]))
-        grad_tr = None
-        if needs[1] and parts.pair is not None:
-            grad_tr = (parts.pair * grad[:, None, None, None]).sum((0, 1))
-        elif needs[1]:
-            # sum_{b,t} w_b P_bt(i, j) = trans_col[i, j] * sum_{b,t} w_b prev_bt(i) nxt_bt(j)
-            prev = parts.forward.probs[:, :-1] * grad[:, None, None]
-            flat = prev.reshape(-1, prev.shape[-1]).t() @ parts.nxt.reshape(-1, prev.shape[-1])
-            grad_tr = parts.forward.trans_col * flat
-        return weighted, grad_tr, weighted[:, 0].sum(0), last.sum((0, 1)), None, None
+        grad_em, grad_tr, grad_st, grad_en = [], 0, 0, 0
+        for rows in _chunks(em):
+            parts = _marginal_parts(
+                em[rows], tr, st, en, mask[rows], pairwise=needs[1], flags=ctx.flags
+            )
+            weight = grad[rows]
+            weighted = parts.unigram * weight[:, None, None]
+            last_index = (mask[rows].sum(1) - 1)[:, None, None].expand(-1, 1, em.shape[2])
+            grad_em.append(weighted)
+            grad_st = grad_st + weighted[:, 0].sum(0)
+            grad_en = grad_en + weighted.gather(1, last_index).sum((0, 1))
+            if needs[1]:
+                grad_tr = grad_tr + _weighted_pair_sum(parts, weight)
+        grad_em = grad_em[0] if len(grad_em) == 1 else torch.cat(grad_em)
+        return grad_em, grad_tr if needs[1] else None, grad_st, grad_en, None, None
 
 
 class _FirstOrderOnly(torch.autograd.Function):
