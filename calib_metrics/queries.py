@@ -71,17 +71,19 @@ def _check_mask(
     return mask.to(device=like.device, dtype=torch.bool)
 
 
-def _check_tags(tags: Tensor, shape: torch.Size, num_tags: int, mask: Tensor) -> Tensor:
-    """``tags`` as int64, in range where ``mask`` is True (one host read)."""
+def _check_tags(
+    tags: Tensor, shape: torch.Size, num_tags: int, mask: Tensor, mask_given: bool
+) -> Tensor:
+    """``tags`` as int64, in range where ``mask`` is True (one host read); padding's -100
+    there is told with the mask that drops it (``mask_given``: the caller's kept)."""
     if tags.shape != shape:
         raise ValueError(f"tags must have shape {tuple(shape)}, got {tuple(tags.shape)}")
     tags = linear_chain.as_indices(tags, "tags").to(mask.device)  # the probabilities'
-    if bool((((tags < 0) | (tags >= num_tags)) & mask).any()):
-        raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
+    linear_chain.check_tag_range(tags, mask, num_tags, mask_given)
     return tags
 
 
-def _check_span_tags(tags: Tensor, mask: Tensor) -> None:
+def _check_span_tags(tags: Tensor, mask: Tensor, mask_given: bool) -> None:
     """Refuse a negative tag id where ``mask`` is True (one host read): a span query
     knows no number of tags, but padding's -100 had been read as a real token of no
     entity, and the padding's (q = 0, y = 0) queries lowered the error (0.081 to 0.059)."""
@@ -90,8 +92,8 @@ def _check_span_tags(tags: Tensor, mask: Tensor) -> None:
         value = int(tags[negative][0])
         raise ValueError(
             f"tags hold {value} where mask is True (every position without a mask), and tag "
-            f"ids are >= 0: padding? pass mask=(tags != {value}); {value} inside a sentence "
-            "(a sub-word's) needs word-level tags, one per first sub-word"
+            f"ids are >= 0{linear_chain.padded_tags_hint(value, mask_given)}; {value} inside "
+            "a sentence (a sub-word's) needs word-level tags, one per first sub-word"
         )
 
 
@@ -134,8 +136,9 @@ def tag_queries(
     if unigram.dim() != 3:
         raise ValueError(f"unigram must be [B, T, K], got shape {tuple(unigram.shape)}")
     num_tags = unigram.shape[-1]
+    given = mask is not None
     mask = _check_mask(mask, unigram.shape[:2], unigram)
-    tags = _check_tags(tags, unigram.shape[:2], num_tags, mask)
+    tags = _check_tags(tags, unigram.shape[:2], num_tags, mask, given)
     check_flag("per_tag", per_tag)  # "yes" had changed the result's shape as True does
     tokens = mask.nonzero(as_tuple=True)  # one read for both selections
     q = unigram[tokens].transpose(0, 1)  # [K, N]
@@ -185,8 +188,9 @@ def top_tag_pairs(
     _check_tensors(tags=tags)
     if tags.dim() != 2:
         raise ValueError(f"tags must be [B, T], got shape {tuple(tags.shape)}")
+    given = mask is not None
     mask = _check_mask(mask, tags.shape, tags)
-    tags = _check_tags(tags, tags.shape, num_tags, mask)
+    tags = _check_tags(tags, tags.shape, num_tags, mask, given)
     return _most_frequent(_pair_counts(_gold_pairs(tags, mask, num_tags)[1], num_tags), top_k)
 
 
@@ -267,8 +271,9 @@ def tag_pair_queries(
         raise ValueError(f"pairs must be [k, 2], got shape {tuple(pairs.shape)}")
     else:
         pairs = linear_chain.as_indices(pairs, "pairs")
+    given = mask is not None
     mask = _check_mask(mask, shape, pairwise)
-    tags = _check_tags(tags, shape, num_tags, mask)
+    tags = _check_tags(tags, shape, num_tags, mask, given)
     where, gold = _gold_pairs(tags, mask, num_tags)  # [M] flat pair ids
     all_counts = _pair_counts(gold, num_tags)
     if pairs is None:
@@ -592,8 +597,9 @@ def span_indicators(
     spans = _span_args(None, begin, inside, max_length, last, unit)
     call = f"span_indicators(aligned.tags, aligned.mask, {_span_keywords(spans)})"
     hint = _aligned_spans_hint("emissions, tags, mask", call)
+    given = mask is not None
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True, hint=hint)
-    _check_span_tags(tags, mask)
+    _check_span_tags(tags, mask, given)
     return _span_indicators(tags, mask, spans)
 
 
@@ -704,8 +710,9 @@ def span_queries(
         f"span_queries(span_probs, aligned.tags, aligned.mask, {roles})"
     )
     hint = _aligned_spans_hint("emissions, tags, mask", call, table=False)
+    given = mask is not None
     mask = _check_mask(mask, tags.shape, tags, left_aligned=True, hint=hint)
-    _check_span_tags(tags, mask)
+    _check_span_tags(tags, mask, given)
     gold = _span_indicators(tags, mask, spans)
     inside_sentence = _spans_inside(mask, max_length)  # [B, T, L]
     # [B, T·L] (reshape(batch, -1) cannot infer the width of no sentences)

@@ -470,3 +470,55 @@ def test_a_boolean_option_must_be_true_or_false(entry, capsys) -> None:
     with pytest.raises(ValueError, match=f"{name} must be True or False, got 'no'"):
         _flag_calls()[entry]()
     assert capsys.readouterr().err == ""  # and no progress bar was drawn
+
+
+def _padded_tag_entries():
+    """Every entry that checks gold tags against K = 2: ``call(tags, mask)``."""
+    from calib_metrics import queries
+    from calib_metrics.models import linear_chain
+
+    features = WORDS[..., None]
+    zeros, unigram = torch.zeros(2), torch.full((2, 3, 2), 0.5)
+    pairwise = torch.full((2, 2, 2, 2), 0.25)
+    return {
+        "HMM.fit": lambda t, m: HMM(2, 4).fit(WORDS, t, m),
+        "CRFTagger.fit": lambda t, m: CRFTagger(2, 4).fit(WORDS, t, m, progress=False),
+        "CRFTagger.log_likelihood": lambda t, m: CRFTagger(2, 4).log_likelihood(WORDS, t, m),
+        "FeatureCRF.fit": lambda t, m: FeatureCRF(2, 4).fit(features, t, m, max_iter=1),
+        "sequence_score": lambda t, m: linear_chain.sequence_score(
+            torch.randn(2, 3, 2), torch.zeros(2, 2), zeros, zeros, t, m
+        ),
+        "tag_queries": lambda t, m: queries.tag_queries(unigram, t, m),
+        "top_tag_pairs": lambda t, m: queries.top_tag_pairs(t, m, num_tags=2, top_k=1),
+        "tag_pair_queries": lambda t, m: queries.tag_pair_queries(pairwise, t, m),
+    }
+
+
+@pytest.mark.parametrize("entry", list(_padded_tag_entries()))
+def test_gold_tags_padded_with_minus_100_are_told_the_mask_that_drops_them(entry) -> None:
+    """Tags padded with -100 and no mask had been told "tags must lie in [0, 2) where mask
+    is True" alone by the taggers, sequence_score and the tag queries; the span functions
+    named the fix. Now every one names the id and the mask, the caller's own kept."""
+    call = _padded_tag_entries()[entry]
+    padded = TAGS.masked_fill(torch.tensor([[False] * 3, [False, False, True]]), -100)
+    fix = "where mask is True, got -100 (padding? pass mask=(tags != -100))"
+    with pytest.raises(ValueError, match=re.escape(f"tags must lie in [0, 2) {fix}")):
+        call(padded, None)
+    kept = torch.ones(2, 3, dtype=torch.bool)  # a mask that keeps the padding
+    with pytest.raises(ValueError, match=re.escape("got -100 (padding? pass mask=mask & (tags")):
+        call(padded, kept)
+    with pytest.raises(
+        ValueError, match=re.escape("tags must lie in [0, 2) where mask is True, got 7")
+    ):
+        call(TAGS.masked_fill(padded < 0, 7), None)  # no padding: no padding hint
+    call(padded, padded != -100)  # the fix, as written, runs
+
+
+def test_span_functions_keep_the_callers_mask_in_their_padding_fix() -> None:
+    from calib_metrics import queries
+
+    tags = torch.tensor([[1, 2, -100]])
+    with pytest.raises(ValueError, match=re.escape("(padding? pass mask=mask & (tags != -100))")):
+        queries.span_indicators(
+            tags, torch.ones(1, 3, dtype=torch.bool), begin=1, inside=2, max_length=2
+        )

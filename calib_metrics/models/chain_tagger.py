@@ -68,21 +68,23 @@ def check_words(
             f"words must be [B, T] with B, T >= 1 (a sentence of a token at least), "
             f"got shape {tuple(words.shape)}"
         )
+    mask_given = mask is not None
     mask = checked_mask(mask, words.shape, words.device)
     # Inference would refuse a mask with a hole too; fit would count across it.
     flags = [*linear_chain.mask_flags(mask)]
     mask = mask.bool()
-    flags.append(_outside(words, mask, vocab_size))
+    flags.append(linear_chain.tags_outside(words, mask, vocab_size).any())
     if num_tags is not None:
         tags = checked_tags(tags, words.shape)
-        flags.append(_outside(tags, mask, num_tags))
+        flags.append(linear_chain.tags_outside(tags, mask, num_tags).any())
     not_binary, first_missing, hole, bad_word, *bad_tag = torch.stack(flags).tolist()
     given = "tags, mask" if num_tags is not None else "mask=mask"
     hint = linear_chain.left_align_hint(f"words, {given}")
     linear_chain.check_mask_flags(not_binary, first_missing, hole, hint)
     if bad_word:
         raise ValueError(f"word indices must lie in [0, {vocab_size}) where mask is True")
-    check_tag_flag(bad_tag, num_tags)
+    if num_tags is not None:
+        linear_chain.check_tag_range(tags, mask, num_tags, mask_given, outside=bad_tag[0])
     return CheckedBatch(words, mask, None if num_tags is None else tags)
 
 
@@ -120,12 +122,6 @@ def checked_tags(tags: Tensor | None, shape: torch.Size) -> Tensor:
         raise ValueError(f"tags must be a tensor of shape {tuple(shape)}, got {got}")
     check_not_meta(tags, "tags")
     return as_indices(tags, "tags")
-
-
-def check_tag_flag(bad_tag: list[bool], num_tags: int | None) -> None:
-    """The ValueError of a batch's tag range flag (an empty list: no tags were checked)."""
-    if bad_tag and bad_tag[0]:
-        raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
 
 
 def check_sizes(
@@ -170,10 +166,6 @@ def _as_int(value: object) -> int | None:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         return None
-
-
-def _outside(values: Tensor, mask: Tensor, size: int) -> Tensor:
-    return (((values < 0) | (values >= size)) & mask).any()
 
 
 class ChainTagger(nn.Module):

@@ -28,7 +28,6 @@ from calib_metrics.models.chain_tagger import (
     ChainTagger,
     CheckedBatch,
     check_sizes,
-    check_tag_flag,
     checked_mask,
     checked_tags,
 )
@@ -72,6 +71,7 @@ def check_features(
             "features must be [B, T, F] with B, T, F >= 1 (a sentence of a token at least, "
             f"a feature slot per token: pad a bag with id 0), got shape {tuple(features.shape)}"
         )
+    mask_given = mask is not None
     mask = checked_mask(mask, features.shape[:2], features.device)
     flags = [*linear_chain.mask_flags(mask)]
     mask = mask.bool()
@@ -79,14 +79,15 @@ def check_features(
     flags.append((outside.any(-1) & mask).any())
     if num_tags is not None:
         tags = checked_tags(tags, features.shape[:2])
-        flags.append((((tags < 0) | (tags >= num_tags)) & mask).any())
+        flags.append(linear_chain.tags_outside(tags, mask, num_tags).any())
     not_binary, first_missing, hole, bad_id, *bad_tag = torch.stack(flags).tolist()
     given = "tags, mask" if num_tags is not None else "mask=mask"
     hint = linear_chain.left_align_hint(f"features, {given}")
     linear_chain.check_mask_flags(not_binary, first_missing, hole, hint)
     if bad_id:
         raise ValueError(f"feature ids must lie in [0, {num_features}) where mask is True")
-    check_tag_flag(bad_tag, num_tags)
+    if num_tags is not None:
+        linear_chain.check_tag_range(tags, mask, num_tags, mask_given, outside=bad_tag[0])
     # Once here, not at every evaluation of a fit: the padding's ids become id 0.
     features = features.masked_fill(~mask[..., None], 0)
     return CheckedBatch(features, mask, None if num_tags is None else tags)

@@ -1502,10 +1502,11 @@ def sequence_score(
     """
     _entry_checks("sequence_score", validate_args, emissions, transitions, start, end, tags, mask)
     if validate_args:
+        mask_given = mask is not None
         # The tags move with the emissions: aligned alone, they would score other tokens.
         hint = left_align_hint("emissions, tags, mask", _ALIGNED_SCORE)
         mask = _check_inputs(emissions, transitions, start, end, mask, hint)
-        tags = _check_tags(tags, mask, emissions.shape[2])
+        tags = _check_tags(tags, mask, emissions.shape[2], mask_given)
     elif mask is None:
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     else:
@@ -1527,13 +1528,69 @@ _ALIGNED_SCORE = (
 )
 
 
-def _check_tags(tags: Tensor, mask: Tensor, num_tags: int) -> Tensor:
+def _check_tags(tags: Tensor, mask: Tensor, num_tags: int, mask_given: bool) -> Tensor:
     """``tags`` as int64, in range where ``mask`` is True (one host read)."""
     if not isinstance(tags, Tensor) or tuple(tags.shape) != tuple(mask.shape):
         got = tuple(tags.shape) if isinstance(tags, Tensor) else type(tags).__name__
         raise ValueError(f"tags must have shape [B, T] = {tuple(mask.shape)}, got {got}")
     check_not_meta(tags, "tags")
     tags = as_indices(tags, "tags")
-    if bool(((tags < 0) | (tags >= num_tags)).logical_and_(mask).any()):
-        raise ValueError(f"tags must lie in [0, {num_tags}) where mask is True")
+    check_tag_range(tags, mask, num_tags, mask_given)
     return tags
+
+
+def tags_outside(tags: Tensor, mask: Tensor, num_tags: int) -> Tensor:
+    """``[B, T]`` bool on the device: gold ``tags`` outside ``[0, num_tags)`` where ``mask``
+    (bool) is True.
+
+    Example:
+        >>> tags_outside(torch.tensor([[1, -100]]), torch.tensor([[True, True]]), 2).tolist()
+        [[False, True]]
+    """
+    return ((tags < 0) | (tags >= num_tags)) & mask
+
+
+def check_tag_range(
+    tags: Tensor, mask: Tensor, num_tags: int, mask_given: bool, outside: bool | None = None
+) -> None:
+    """Refuse gold ``tags`` (int64) outside ``[0, num_tags)`` where ``mask`` (bool) is True,
+    naming the first such id, padding's first (a negative id, HuggingFace's -100) before
+    any other, with the mask that drops it (:func:`padded_tags_hint`; ``mask_given``: the
+    caller's mask is kept in it). ``outside``: the batch's :func:`tags_outside` flag, read
+    with its other checks; ``None``: read here (one host read). The ids are looked up only
+    to tell them.
+
+    Example:
+        >>> try:
+        ...     check_tag_range(torch.tensor([[1, -100]]), torch.tensor([[True, True]]), 2, False)
+        ... except ValueError as error:
+        ...     print(error)
+        tags must lie in [0, 2) where mask is True, got -100 (padding? pass mask=(tags != -100))
+    """
+    if outside is False:
+        return
+    bad = tags_outside(tags, mask, num_tags)
+    if outside is None and not bool(bad.any()):
+        return
+    padding = bad & (tags < 0)
+    value = int(tags[padding if bool(padding.any()) else bad][0])
+    raise ValueError(
+        f"tags must lie in [0, {num_tags}) where mask is True, got {value}"
+        f"{padded_tags_hint(value, mask_given)}"
+    )
+
+
+def padded_tags_hint(value: int, mask_given: bool = False) -> str:
+    """The end of a message for gold tags holding ``value`` where the mask is True: for a
+    negative id (padding, HuggingFace's -100), the mask that drops it, the caller's own
+    kept (``mask_given``); nothing for an id ``>= 0``, which is no padding.
+
+    Example:
+        >>> padded_tags_hint(-100), padded_tags_hint(5)
+        (' (padding? pass mask=(tags != -100))', '')
+        >>> padded_tags_hint(-1, mask_given=True)
+        ' (padding? pass mask=mask & (tags != -1))'
+    """
+    if value >= 0:
+        return ""
+    return f" (padding? pass mask={'mask & ' * mask_given}(tags != {value}))"

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from calib_metrics.functional.errors import check_not_meta, warn_at_caller
 from calib_metrics.functional.multiclass import ROW_SUM_TOLERANCE
+from calib_metrics.models import linear_chain
 
 
 @contextmanager
@@ -199,9 +200,7 @@ def tag_padding_hint(
     if value is not None and value >= 0:
         return ""
     if empty_row is None and leading_row is None and inside_row is None:
-        if value is None:
-            return ""
-        return f" (padding? pass mask={'mask & ' * mask_given}(tags != {value}))"
+        return "" if value is None else linear_chain.padded_tags_hint(value, mask_given)
     arguments = "emissions, tags" + ", mask" * (mask_given or value is None)
     if value is not None and value != -100:
         arguments += f", ignore_index={value}"

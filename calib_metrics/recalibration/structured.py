@@ -108,7 +108,7 @@ def _check_tags(
         raise ValueError(f"tags must be [B, T] = {tuple(mask.shape)}, got {tuple(tags.shape)}")
     # Widened before the range check: in uint8 the bound 300 wraps to 44.
     tags = linear_chain.as_indices(tags, "tags")
-    outside = ((tags < 0) | (tags >= num_tags)) & mask
+    outside = linear_chain.tags_outside(tags, mask, num_tags)
     bad = _told_tag(tags, outside)
     padding = bad if bad is not None and bad < 0 else None
     _, first_missing, not_left_aligned = linear_chain.mask_flags(mask).tolist()
