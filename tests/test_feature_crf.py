@@ -232,22 +232,30 @@ def test_a_likelihood_objective_or_fit_without_tags_names_them(method):
 @pytest.mark.parametrize("shape", [(1, 3, 0), (1, 0, 1), (0, 3, 1)])
 def test_an_empty_features_tensor_is_named_at_every_entry(shape):
     """F = 0 had been a RuntimeError of EmbeddingBag's reshape, T = 0 a message about
-    linear_chain's emissions or chain_fit's lengths, and B = 0 fitted nothing, silently."""
+    linear_chain's emissions or chain_fit's lengths, and B = 0 fitted nothing, silently.
+    B = 0 at inference (left_align's batch of rows that are all padding) gives empty
+    results, as linear_chain's functions do."""
     empty = torch.zeros(shape, dtype=torch.long)
     tags = torch.zeros(shape[:2], dtype=torch.long)
     model = FeatureCRF(2, 4)
     message = r"features must be \[B, T, F\] with B, T, F >= 1"
+    inference = (
+        lambda: model.viterbi(empty)[1],
+        lambda: model.marginals(empty).unigram,
+        lambda: model.sample(empty, n_samples=1)[0],
+        lambda: model.potentials(empty)[0],
+    )
     for call in (
-        lambda: model.viterbi(empty),
-        lambda: model.marginals(empty),
-        lambda: model.sample(empty, n_samples=1),
-        lambda: model.potentials(empty),
+        *(inference if shape[0] else ()),
         lambda: model.log_likelihood(empty, tags),
         lambda: model.objective(empty, tags, None, 0.1),
         lambda: model.fit(empty, tags),
     ):
         with pytest.raises(ValueError, match=message):
             call()
+    if not shape[0]:
+        for call in inference:
+            assert call().shape[:2] == shape[:2]
 
 
 def test_feature_ids_in_padding_do_not_matter(one_thread):

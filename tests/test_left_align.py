@@ -363,6 +363,58 @@ def test_no_time_steps_keep_no_row() -> None:
         assert aligned.restore(torch.zeros(0, 0)).shape == (2, 0)
 
 
+def test_a_batch_of_empty_rows_goes_through_the_documented_flow_in_a_loop() -> None:
+    """A batch whose every row is padding aligns to B' = 0, and the next call had failed
+    with "emissions needs B >= 1": the loop left_align -> call -> restore broke at it.
+    Every inference call takes no sentences and returns empty results, which restore
+    fills; a fit, which has nothing to fit, still refuses them."""
+    from calib_metrics.models import linear_chain
+    from calib_metrics.models.crf import CRFTagger
+
+    emissions, tags = _sub_word_batch()
+    words = torch.randint(1, 9, (6, 7), generator=_gen())
+    hmm, crf = HMM(3, 9).fit(*left_align(words, tags)[:3]), FeatureCRF(3, 9)
+    dev = left_align(emissions, tags)
+    fitted = ChainTemperature().fit(*_chain(dev.emissions), dev.tags, mask=dev.mask)
+    for batch_tags in (tags, torch.full_like(tags, PAD)):  # a batch with rows, then none
+        aligned = left_align(emissions, batch_tags)
+        empty = aligned.rows.numel() == 0
+        chain = (*_chain(aligned.emissions), aligned.mask)
+        aligned_words = left_align(words, batch_tags).emissions
+        aligned_features = left_align(words[..., None], batch_tags).emissions
+        per_token = {
+            "posterior_marginals": posterior_marginals(*chain).unigram,
+            "forward_backward": linear_chain.forward_backward(*chain).log_alpha.exp(),
+            "pairwise_rows": linear_chain.pairwise_rows(*chain, rows=(0,)).unigram,
+            "ct.marginals": fitted.marginals(*chain).unigram,
+            "ct.scale": fitted.scale(*chain)[0],
+            "hmm.marginals": hmm.marginals(aligned_words, aligned.mask).unigram,
+            "crf.marginals": crf.marginals(aligned_features, aligned.mask).unigram,
+        }
+        for name, values in per_token.items():
+            back = aligned.restore(values, fill=-1)
+            assert back.shape == (6, 7, 3), name
+            assert bool((back[batch_tags == PAD] == -1).all()), name
+            assert empty or bool((back[batch_tags != PAD] != -1).all()), name
+        draws = {
+            "sample": sample(*chain, n_samples=2, generator=_gen()),
+            "ct.sample": fitted.sample(*chain, n_samples=2, generator=_gen()),
+            "hmm.sample": hmm.sample(aligned_words, aligned.mask, n_samples=2),
+        }
+        for name, draw in draws.items():
+            assert aligned.restore(draw, fill=PAD, dim=1).shape == (2, 6, 7), name
+        best = aligned.restore(linear_chain.viterbi(*chain)[1], fill=PAD)
+        assert torch.equal(best == PAD, batch_tags == PAD)
+        log_z = linear_chain.log_partition(*chain)
+        scores = sequence_score(*chain[:4], aligned.tags, aligned.mask)
+        assert log_z.shape == scores.shape == aligned.rows.shape
+    # B' = 0 here: a fit has nothing to fit, and says so.
+    with pytest.raises(ValueError, match="B, T >= 1"):
+        fitted.fit(*chain[:4], aligned.tags, mask=aligned.mask)
+    with pytest.raises(ValueError, match="B, T >= 1"):
+        CRFTagger(3, 9).fit(aligned_words, aligned.tags, aligned.mask)
+
+
 @pytest.mark.parametrize(
     ("values", "fill"),
     [

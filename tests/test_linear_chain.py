@@ -457,14 +457,28 @@ def test_forward_backward_messages_give_log_z_and_marginals_everywhere(scale):
 # Issue 13: every error is a clear one.
 
 
-def test_empty_batch_raises_value_error():
+def test_no_tokens_or_no_tags_raise_and_no_sentences_give_empty_results():
+    """T = 0 and K = 0 raise; B = 0 (left_align's batch of rows that are all padding) gives
+    empty results, on the fast and on the log-space path (which had failed in amin())."""
     em, tr, st, en = _potentials(1, 3, 3)
-    empty = em[:0]
-    for fn in (posterior_marginals, viterbi, log_partition):
-        with pytest.raises(ValueError, match="B >= 1"):
-            fn(empty, tr, st, en)
-    with pytest.raises(ValueError, match="B >= 1"):
-        sample(empty, tr, st, en, n_samples=1)
+    for bad in (em[:, :0], em[..., :0]):
+        for fn in (posterior_marginals, viterbi, log_partition):
+            with pytest.raises(ValueError, match="T >= 1 and K >= 1"):
+                fn(bad, tr, st, en)
+        with pytest.raises(ValueError, match="T >= 1 and K >= 1"):
+            sample(bad, tr, st, en, n_samples=1)
+    for scale in (1.0, 1e3):
+        empty, chain = em[:0].requires_grad_(), (tr * scale, st, en)
+        out = posterior_marginals(empty, *chain)
+        assert [tuple(x.shape) for x in out] == [(0,), (0, 3, 3), (0, 2, 3, 3)]
+        assert viterbi(empty, *chain)[1].shape == (0, 3)
+        assert sample(empty, *chain, n_samples=2).shape == (2, 0, 3)
+        assert forward_backward(empty, *chain).log_beta.shape == (0, 3, 3)
+        assert pairwise_rows(empty, *chain, rows=(1,)).pairwise.shape == (0, 2, 1, 3)
+        tags = torch.zeros(0, 3, dtype=torch.long)
+        assert sequence_score(empty, *chain, tags).shape == (0,)
+        (grad,) = torch.autograd.grad(log_partition(empty, *chain).sum(), empty)
+        assert grad.shape == (0, 3, 3)
 
 
 def test_boolean_sample_count_raises():

@@ -125,7 +125,10 @@ def left_align(
     ``emissions``, in its dtype (the tags in theirs). When nothing moves (every row keeps a
     prefix of its tokens, its first one included), ``emissions`` and ``tags`` (on that
     device) are returned as given, not copied; else they are indexed once. With ``T = 0``,
-    no row keeps a token (``B' = 0``).
+    no row keeps a token (``B' = 0``). A batch whose every row is padding gives ``B' = 0``
+    too, which the chain functions and the inference of ``ChainTemperature`` and the
+    taggers take (empty results, which :meth:`LeftAligned.restore` fills with ``fill``), so
+    a loop over batches runs through it; a fit refuses it, having nothing to fit.
 
     Host synchronisations: one, how many rows keep a token (the number of rows returned
     depends on it) and whether any token moves; two with an integer mask, whose values (0

@@ -43,8 +43,10 @@ def check_words(
 ) -> CheckedBatch:
     """Validate a padded batch of word indices (and gold tags) of any integer dtype.
 
-    Given ``num_tags``, gold ``tags`` are required (a likelihood or a fit); without it
-    they are not read. Word and tag values in padding (where ``mask`` is False) may be
+    Given ``num_tags``, gold ``tags`` are required (a likelihood or a fit), and so is a
+    sentence; without it they are not read, and a batch of no sentences (``B = 0``, what
+    :func:`~calib_metrics.models.left_align` keeps of rows that are all padding) passes,
+    for empty results. Word and tag values in padding (where ``mask`` is False) may be
     anything, an ignore index say. The value checks are reduced on the device and read
     back together: one host synchronisation, made once at a tagger's public entry, never
     inside a training loop.
@@ -63,7 +65,9 @@ def check_words(
         raise ValueError(f"words must be [B, T], got shape {shape}")
     check_not_meta(words, "words")
     words = as_indices(words, "words")
-    if words.shape[0] == 0 or words.shape[1] == 0:  # as linear_chain refuses it
+    # T = 0 as linear_chain refuses it; B = 0 (no sentences, left_align's of empty rows)
+    # gives empty results at inference, but there is nothing to fit or score.
+    if words.shape[1] == 0 or (words.shape[0] == 0 and num_tags is not None):
         raise ValueError(
             f"words must be [B, T] with B, T >= 1 (a sentence of a token at least), "
             f"got shape {tuple(words.shape)}"

@@ -64,9 +64,11 @@ def check_features(
         raise ValueError(f"features must be a [B, T, F] tensor of ids, got shape {shape}")
     check_not_meta(features, "features")
     features = as_indices(features, "features")
-    if 0 in features.shape:
-        # As linear_chain refuses B = 0 or T = 0, in the words of this argument; F = 0
-        # had failed inside EmbeddingBag's reshape.
+    batch, length, slots = features.shape
+    if length == 0 or slots == 0 or (batch == 0 and num_tags is not None):
+        # As linear_chain refuses T = 0, and check_words B = 0 where gold tags are read
+        # (a batch of no sentences gives empty results at inference), in the words of
+        # this argument; F = 0 had failed inside EmbeddingBag's reshape.
         raise ValueError(
             "features must be [B, T, F] with B, T, F >= 1 (a sentence of a token at least, "
             f"a feature slot per token: pad a bag with id 0), got shape {tuple(features.shape)}"

@@ -48,7 +48,9 @@ for the allocator to reuse. Viterbi keeps the
 best prefix scores only and recomputes the backpointers of the chosen path.
 
 Scores may be -inf (a forbidden tag or transition); NaN and +inf raise ``ValueError``
-(emissions are checked only inside the mask), as do B = 0 and a bad mask. A sentence that
+(emissions are checked only inside the mask), as do T = 0, K = 0 and a bad mask. A batch
+of no sentences (B = 0: :func:`~calib_metrics.models.left_align` of rows that keep no
+token) gives empty results, which ``restore`` fills with its ``fill``. A sentence that
 no tag sequence can score has ``log Z = -inf``, zero marginals and Viterbi score -inf;
 sampling from it raises. :func:`forward_backward` exposes the log messages themselves,
 and :func:`pairwise_rows` a few rows of the pairwise marginals (for span queries,
@@ -194,10 +196,13 @@ def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Te
     if not emissions.is_floating_point():
         raise ValueError(f"emissions must be floating point, got {emissions.dtype}")
     check_not_meta(emissions, "emissions")
-    batch, length, num_tags = emissions.shape
-    if batch < 1 or length < 1 or num_tags < 1:
+    _, length, num_tags = emissions.shape
+    # B = 0 is a batch of no sentences (left_align's of rows that keep no token): empty
+    # results, which LeftAligned.restore fills.
+    if length < 1 or num_tags < 1:
         raise ValueError(
-            f"emissions needs B >= 1, T >= 1 and K >= 1, got shape {tuple(emissions.shape)}"
+            f"emissions needs T >= 1 and K >= 1 (a token and a tag at least), got shape "
+            f"{tuple(emissions.shape)}"
         )
     for name, value, shape in (
         ("transitions", transitions, (num_tags, num_tags)),
@@ -455,7 +460,8 @@ def _fast_forward(em: Tensor, st: Tensor, en: Tensor, mask: Tensor, trans_col, c
     end_shift = _finite_or_zero(en.amax())
     last = probs[:, -1] @ torch.exp(en - end_shift)
     valid_totals = step_totals.masked_fill(~mask, 1.0)
-    ok = torch.minimum(valid_totals.amin(1), last).amin() >= _tiny(em.dtype)
+    # Compared, then all(): a batch of no sentences holds no minimum (amin() raises).
+    ok = (torch.minimum(valid_totals.amin(1), last) >= _tiny(em.dtype)).all()
     ok = ok & kept.all() & _kept(en, end_shift, dim=0)
     log_scale = (valid_totals.log() + shift * mask).cumsum(1)
     log_partition = log_scale[:, -1] + torch.log(last) + end_shift
@@ -486,8 +492,7 @@ def _fast_backward(state: _FastState, trans_col: Tensor, en: Tensor, mask: Tenso
         weight.div_(totals[:, t + 1])
         # Past the end of a sentence the chain restarts from the end scores.
         torch.where(mask_col[:, t + 1], weight, q_last, out=qs[:, t])
-    smallest = totals.masked_fill_(~mask_col, 1.0).amin()
-    return qs, smallest >= _tiny(factors.dtype)
+    return qs, (totals.masked_fill_(~mask_col, 1.0) >= _tiny(factors.dtype)).all()
 
 
 def _accept(ok: Tensor, flags: list[Tensor] | None) -> bool:
@@ -554,7 +559,7 @@ def _forward_backward(em, tr, st, en, mask, flags=None) -> tuple[_Forward, _Fast
     # underflowing) only for extreme scores; then go to log space as well.
     joint = fwd.probs * qs
     norm = joint.sum(-1, keepdim=True)
-    ok = ok & (norm.masked_fill(~mask[..., None], 1.0).amin() >= _tiny(em.dtype))
+    ok = ok & (norm.masked_fill(~mask[..., None], 1.0) >= _tiny(em.dtype)).all()
     if _accept(ok, flags):
         return fwd, _FastBoth(fwd, state, qs, joint, norm)
     return _log_space_forward(em, tr, st, en, mask, fwd), None
@@ -730,8 +735,9 @@ def posterior_marginals(
         and all-zero marginals, so its unigram rows sum to 0 instead of 1.
 
     Raises:
-        ValueError: on shape mismatches, B = 0, NaN or +inf scores, a mask that is not
-            left-aligned, or a ``pairwise`` that is not True or False.
+        ValueError: on shape mismatches, T = 0 or K = 0, NaN or +inf scores, a mask that
+            is not left-aligned, or a ``pairwise`` that is not True or False (B = 0 gives
+            empty results).
 
     Example:
         >>> import torch
@@ -802,7 +808,8 @@ def _chunks(em: Tensor) -> list[slice]:
     if em.device.type != "cpu":
         return [slice(0, batch)]
     rows = max(1, _CHUNK_BYTES // (length * num_tags * 8))
-    return [slice(begin, begin + rows) for begin in range(0, batch, rows)]
+    # One chunk at least: a batch of no sentences is one empty chunk.
+    return [slice(begin, begin + rows) for begin in range(0, max(batch, 1), rows)]
 
 
 def _pair_dtype(out_dtype: torch.dtype) -> torch.dtype:

@@ -62,16 +62,18 @@ __all__ = ["ChainTemperature", "CorefTemperature"]
 _OBJECTIVES = ("likelihood", "calib_err")
 
 
-def _check_potentials(emissions, transitions, start, end, mask, binary: bool = False) -> Tensor:
+def _check_potentials(emissions, transitions, start, end, mask, gold: bool = False) -> Tensor:
     """Check what linear_chain does not (type, emptiness, NaN, +inf; -inf forbids a
-    choice, as in linear_chain); return the bool mask. With ``binary``, also the mask's
-    values (0/1, as linear_chain checks them), for the callers that read it as bool
-    themselves (fit, nll), whose :func:`_check_tags` checks its layout with the tags."""
+    choice, as in linear_chain); return the bool mask. With ``gold``, for the callers that
+    read gold tags through the mask themselves (fit, nll), also the mask's values (0/1, as
+    linear_chain checks them; :func:`_check_tags` checks its layout with the tags) and a
+    sentence at least: a batch of no sentences (B = 0, left_align's of rows that are all
+    padding) has nothing to fit or score, but the other methods give empty results."""
     potentials = (("emissions", emissions), ("transitions", transitions), ("start", start),
                   ("end", end))  # fmt: skip
     for name, x in potentials:
         check_floating(check_tensor(x, name), name)
-    if emissions.ndim != 3 or emissions.shape[0] == 0 or emissions.shape[1] == 0:
+    if emissions.ndim != 3 or emissions.shape[1] == 0 or (gold and emissions.shape[0] == 0):
         raise ValueError(
             f"emissions must be [B, T, K] with B, T >= 1 (a non-empty dev set), "
             f"got shape {tuple(emissions.shape)}"
@@ -86,7 +88,7 @@ def _check_potentials(emissions, transitions, start, end, mask, binary: bool = F
     linear_chain.check_mask_dtype(mask)
     # Its layout is checked with the tags, whose padding the fix names; a bool mask (or
     # none) has no values to read.
-    if binary and mask.dtype != torch.bool:
+    if gold and mask.dtype != torch.bool:
         linear_chain.check_mask_flags(bool(linear_chain.mask_not_binary(mask)), False, False)
     mask = mask.to(device=emissions.device, dtype=torch.bool)
     # Padded emissions are never read (linear_chain checks them inside the mask only).
@@ -375,7 +377,7 @@ class ChainTemperature(SettingsInState, FittedModule):
         """Mean per-token negative log-likelihood of ``tags`` under the recalibrated chain."""
         self.check_fitted()
         given = mask is not None
-        mask = _check_potentials(emissions, transitions, start, end, mask, binary=True)
+        mask = _check_potentials(emissions, transitions, start, end, mask, gold=True)
         tags = _check_tags(tags, mask, emissions.shape[-1], given, "nll")
         parts, gold = self._parts(emissions, transitions, start, end, tags, mask)
         t_em = self.temperature.to(emissions.device)
@@ -415,7 +417,7 @@ class ChainTemperature(SettingsInState, FittedModule):
     ) -> ChainTemperature:
         """Fit on dev potentials ``[B, T, K]``, ``[K, K]``, ``[K]``, ``[K]`` and gold ``tags``."""
         given = mask is not None
-        mask = _check_potentials(emissions, transitions, start, end, mask, binary=True)
+        mask = _check_potentials(emissions, transitions, start, end, mask, gold=True)
         tags = _check_tags(tags, mask, emissions.shape[-1], given)
         _check_two_tags(tags, mask)
         mask, tags = plain_copy(mask), plain_copy(tags)
