@@ -44,8 +44,8 @@ largest output, are built afterwards in one blocked pass, in a tensor advised to
 kernel as transparent huge pages on Linux (``calib_metrics/models/_memory.py``). On CPU,
 :func:`posterior_marginals` and the backward pass of :func:`log_partition` take a large
 batch a chunk of sentences at a time, so that their float64 temporaries stay small enough
-for the allocator to reuse. Viterbi keeps the
-best prefix scores only and recomputes the backpointers of the chosen path.
+for the allocator to reuse. Viterbi keeps the best prefix scores only and recomputes the
+backpointers of the chosen path.
 
 Scores may be -inf (a forbidden tag or transition); NaN and +inf raise ``ValueError``
 (emissions are checked only inside the mask), as do T = 0, K = 0 and a bad mask. A batch
