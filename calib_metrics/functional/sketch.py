@@ -45,7 +45,7 @@ evenly over mean ∓ √3·std.
 **Two estimators, two ways to share a cut cell.** Label sums are not known inside a cut
 cell of several values. The plug-in error measures the per-bin label noise, which sharing
 Σy in proportion would average away, so for it the boundary's share of the cell's ones is
-redrawn (``redraw=True``, :func:`_label_noise`). The debiased error subtracts that noise
+redrawn (``redraw=True``, :func:`_drawn_ones`). The debiased error subtracts that noise
 instead: for it a cut cell is shared out at its mean label (``redraw=False``) and each
 bin carries the variance of its label sum that the sharing leaves open, which the
 debiased square adds back, so it is the exact mode's in expectation with nothing
@@ -104,8 +104,8 @@ BYTES_PER_KEPT_BIN = 64
 # The label noise of cut cells is drawn from this seed, so the answer is a function of
 # the sketch alone.
 _NOISE_SEED = 14
-# Cut cells of up to this many pairs have their labels' order drawn exactly; beyond it a
-# normal bridge, whose clipping to feasible counts then cuts little of its tails.
+# Cut cells of up to this many pairs have their labels' order drawn exactly; beyond it
+# a Dirichlet of the same covariance splits their labels (:func:`_dirichlet_draw`).
 EXACT_DRAW_PAIRS = 128
 # Cells per chunk of exact draws: 8,192 × 128 float64 keys and orders, 16 MiB.
 _DRAW_ROWS = 8192
@@ -482,11 +482,8 @@ def _cumulative(
     part = t / n_safe
     # q spread evenly over mean ∓ √3·std: the first t of n pairs sum to t·mean − √3·std·t(n−t)/n.
     q = cum_q[k] - sum_q[k] + part * sum_q[k] - math.sqrt(3) * std[k] * t * (n - t) / n_safe
-    y_part = t * sum_y[k] / n_safe  # multiplied first: a cell of all ones gives t exactly
-    if redraw:
-        y_part = y_part + _label_noise(k, t, n, sum_y[k], ~tied[k])
-        # The first t of n pairs hold at least t − (n − Σy) and at most min(t, Σy) ones.
-        y_part = torch.maximum(torch.minimum(y_part, torch.minimum(t, sum_y[k])), t - n + sum_y[k])
+    share = t * sum_y[k] / n_safe  # multiplied first: a cell of all ones gives t exactly
+    y_part = _drawn_ones(k, t, n, sum_y[k], ~tied[k], share) if redraw else share
     cuts = _cut_groups(cells, sum_y, tied)
     return q, cum_y[k] - sum_y[k] + y_part, cuts
 
@@ -523,10 +520,12 @@ def share_variance(part: Tensor, size: Tensor, ones: Tensor) -> Tensor:
     return p * (1 - p) * part * (size - part) / (size - 1).clamp(min=1)
 
 
-def _label_noise(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, spread: Tensor) -> Tensor:
-    """Label noise of the boundaries inside cells of several values, drawn from a fixed
-    seed: the ones that the first t of a cell's n pairs hold, minus the t·p that sharing
-    in proportion gives them.
+def _drawn_ones(
+    k: Tensor, t: Tensor, n: Tensor, ones: Tensor, spread: Tensor, share: Tensor
+) -> Tensor:
+    """The ones before each boundary (in rank order) in the cell it falls in, ``t`` of the
+    cell's ``n`` pairs, ``ones`` of them ones: drawn, from a fixed seed, where it cuts a
+    cell of several values (``spread``), else ``share`` (t·ones/n).
 
     Sharing a cut cell's Σy in proportion would remove the label noise of the pairs
     that the exact order puts on either side of the boundary, which the plug-in
@@ -534,39 +533,105 @@ def _label_noise(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, spread: Tensor) 
     first t of a cell's n pairs, in an order the sums cannot tell, hold a hypergeometric
     count of its ones, jointly over all boundaries of a cell, so the answer is unbiased
     and depends only on the sketch (merged sketches give the same draw). Cells of up to
-    ``EXACT_DRAW_PAIRS`` pairs draw it exactly (:func:`_ordered_draw`); larger ones by a
-    normal bridge (:func:`_normal_bridge`), clipped to the feasible counts.
+    ``EXACT_DRAW_PAIRS`` pairs draw it exactly (:func:`_ordered_draw`); larger ones split
+    their ones over the runs between their boundaries by a Dirichlet of the hypergeometric's
+    covariance (:func:`_dirichlet_draw`). Either way the ones before a cell's boundaries
+    rise with t by at most the pairs between them and end at the cell's Σy: every bin's
+    label sum lies in [0, its pairs] and the bins hold the sketch's Σy. (A normal bridge
+    clipped at each boundary on its own had not: two boundaries in one cell of a few
+    ones could put a negative label sum between them, which the bin's frequency then
+    clipped at 0, adding ones: 568.5 for 466 in the data, 200,000 pairs of q in
+    [10⁻⁴, 10⁻²] at 1,024 cells in bins of 100.)
     """
     inside = spread & (t > 0) & (t < n)
     if not bool(inside.any()):
-        return torch.zeros_like(t)
+        return share
     g = torch.Generator(device=k.device).manual_seed(_NOISE_SEED)
-    bridge = _normal_bridge(k, t, n, ones, g)
+    drawn = torch.where(inside, _dirichlet_draw(k, t, n, ones, g), share)
     small = inside & (n <= EXACT_DRAW_PAIRS)
     if bool(small.any()):
-        drawn = _ordered_draw(k[small], t[small], n[small], ones[small], g)
-        bridge = bridge.masked_scatter(small, drawn - t[small] * ones[small] / n[small])
-    return torch.where(inside, bridge, 0.0)
+        exact = _ordered_draw(k[small], t[small], n[small], ones[small], g)
+        drawn = drawn.masked_scatter(small, exact)
+    return drawn
 
 
-def _normal_bridge(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, g: torch.Generator) -> Tensor:
-    """A hypergeometric bridge per cell in its normal approximation: mean 0 and the
-    covariance p(1 − p)·n/(n − 1)·t(n − u)/n (t ≤ u) between a cell's boundaries."""
-    same = torch.zeros_like(k, dtype=torch.bool)
-    same[1:] = k[1:] == k[:-1]
-    step = (t - torch.where(same, t.roll(1), 0.0)).clamp_(min=0)
-    z = torch.randn(t.shape, generator=g, dtype=torch.float64, device=t.device) * step.sqrt()
-    walk = torch.cumsum(z, 0)
-    run = torch.cumsum(~same, 0) - 1
-    firsts = (~same).nonzero().squeeze(1)
-    walk = walk - (walk[firsts] - z[firsts]).index_select(0, run)
-    lasts = torch.cat([firsts[1:] - 1, firsts.new_tensor([t.numel() - 1])])
-    tail = torch.randn(firsts.shape, generator=g, dtype=torch.float64, device=t.device)
-    n_last = n[lasts]
-    end = walk[lasts] + tail * (n_last - t[lasts]).clamp(min=0).sqrt()
-    bridge = walk - t / n.clamp(min=1) * end.index_select(0, run)
-    p = ones / n.clamp(min=1)
-    return (p * (1 - p) * n / (n - 1).clamp(min=1)).sqrt() * bridge
+def _dirichlet_draw(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, g: torch.Generator) -> Tensor:
+    """The ones before each boundary of its cell (boundaries in rank order, so a cell's are
+    consecutive), drawn jointly per cell: the cell's runs between boundaries (from its start
+    to the first, between boundaries, from the last to its end) share out its minority
+    label, the m = min(ones, n − ones) of the labels that are fewer, by a Dirichlet with
+    concentration α·(the run's pairs), α = (m − 1)/(n − m).
+
+    That α gives every run, and every union of runs, the multivariate hypergeometric's mean
+    and covariance: a run of s pairs holds s·p with variance p(1 − p)·s(n − s)/(n − 1), p =
+    ones/n (the moments of the normal bridge it replaced), so where no share is cut (below)
+    the plug-in square's expectation is the exact order's. Unlike the bridge, its shares are
+    never negative and add up to m: a cell of one minority label (α = 0) puts it whole in
+    one run, picked in proportion to the pairs, as the exact order does, and a cell of a few
+    keeps their label noise (the bridge's normal tails, clipped, had lost 43% of the plug-in
+    square there, ``tests/test_sketch_gap.py``). A share above its run's pairs (a run of
+    fewer pairs than the minority label's, mostly a run of a pair or two at a cell's end) is
+    cut to them and the excess given to the other runs in proportion to the room they have
+    left, which is always enough. No host synchronisation.
+    """
+    first = torch.ones_like(k, dtype=torch.bool)
+    first[1:] = k[1:] != k[:-1]
+    run = torch.cumsum(first, 0) - 1  # the cell's place among the boundaries' cells
+    # Each boundary's run of pairs since the one before it (or the cell's start), and
+    # after a cell's last boundary the rest of its pairs. compute() holds these for
+    # every bin (BYTES_PER_BIN): one tensor each, and few at a time.
+    step = t.roll(1).masked_fill_(first, 0.0)
+    step = torch.sub(t, step, out=step)
+    rest = n - t
+    rest[:-1].masked_fill_(~first[1:], 0.0)
+    few = torch.minimum(ones, n - ones)
+    alpha = (few - 1).clamp_(min=0).div_((n - few).clamp_(min=1))
+    del few
+    step_share, rest_share = (_log_gamma_times(alpha, pairs, g) for pairs in (step, rest))
+    # Less the cell's largest, then exp(· / α): weight 1 for the largest, and with α = 0
+    # (the floor's quotient is −inf) 0 for the others.
+    top = torch.full_like(t, -math.inf).scatter_reduce_(0, run, step_share, "amax")
+    top = top.scatter_reduce_(0, run, rest_share, "amax").nan_to_num_(neginf=0.0)[run]
+    scale = alpha.clamp_(min=1e-300)
+    total = torch.zeros_like(t)
+    for share in (step_share, rest_share):
+        total.index_add_(0, run, share.sub_(top).div_(scale).exp_())
+    del top, scale, alpha
+    part = torch.minimum(ones, n - ones).div_(total.clamp_(min=1e-300)[run])
+    del total
+    step_share.mul_(part)
+    rest_share.mul_(part)
+    # A share above its run's pairs is cut to them; the excess goes to the room left.
+    excess, free, scratch = torch.zeros_like(t), torch.zeros_like(t), part
+    for share, pairs in ((step_share, step), (rest_share, rest)):
+        excess.index_add_(0, run, torch.sub(share, pairs, out=scratch).clamp_(min=0))
+        share.clamp_(max=pairs)
+        free.index_add_(0, run, torch.sub(pairs, share, out=scratch))
+    del rest_share, rest
+    room = torch.sub(step, step_share, out=scratch)
+    held = step_share.add_(room.mul_(excess.div_(free.clamp_(min=1e-300))[run]))
+    del excess, free, room, scratch, part
+    # Ones in each boundary's run: the share, or the run's pairs less the share of zeros.
+    held = torch.where(ones > n - ones, step.sub_(held), held)
+    del step
+    # The ones before each boundary, counted from its cell's start: the running sum less
+    # its value before the cell's first run (the least in the cell, as no run is < 0).
+    before = torch.cumsum(held, 0)
+    offset = torch.sub(before, held, out=held)
+    offset = torch.full_like(t, math.inf).scatter_reduce_(0, run, offset, "amin")
+    return before.sub_(offset[run])
+
+
+def _log_gamma_times(alpha: Tensor, pairs: Tensor, g: torch.Generator) -> Tensor:
+    """α·log of a Gamma(α·pairs) variate, taken as Γ(a + 1)·U^(1/a) for shape a: α·log
+    Γ(α·pairs + 1) + log U / pairs (−inf for no pairs), finite at any α ≥ 0, where a
+    Gamma variate of a small shape underflows to 0 and 1/a divides by 0. The Gamma(a + 1)
+    variates are ``torch._standard_gamma``'s, the sampler of ``torch.distributions.Gamma``,
+    which takes a generator (the public sampler does not)."""
+    score = torch._standard_gamma(alpha * pairs + 1, generator=g).log_().mul_(alpha)
+    uniform = torch.rand(pairs.shape, generator=g, dtype=pairs.dtype, device=pairs.device)
+    score += uniform.neg_().log1p_().div_(pairs.clamp(min=1))
+    return score.masked_fill_(pairs == 0, -math.inf)
 
 
 def _ordered_draw(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, g: torch.Generator) -> Tensor:
@@ -574,9 +639,10 @@ def _ordered_draw(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, g: torch.Genera
     labels (its ``ones`` first, then its zeros), one order per cell shared by all its
     boundaries: the exact hypergeometric draw, always a feasible count.
 
-    The normal bridge's clipping to feasible counts cuts its tails, and in cells of a few
-    pairs that is most of the noise: with bins of 5 pairs and about 10 pairs a cell the
-    plug-in error came out 5–7% low, beyond its tolerance (issue 15's state probe).
+    The normal bridge that larger cells had, clipped to feasible counts, cut its tails,
+    and in cells of a few pairs that is most of the noise: with bins of 5 pairs and about
+    10 pairs a cell the plug-in error came out 5–7% low, beyond its tolerance (issue 15's
+    state probe).
     Cells are drawn in chunks of ``_DRAW_ROWS`` of similar size (one host read each), so
     memory stays at a few MiB and a chunk of small cells draws few keys."""
     first = torch.ones_like(k, dtype=torch.bool)
