@@ -44,6 +44,11 @@ def test_a_coarse_folded_sketch_warns_once_with_the_resolution_that_would_do():
     # cells are the largest): 0.60 cells per bin of 500.
     assert "0.60 cells per bin (bins of 500 pairs; a bin boundary falls in a cell" in messages[0]
     assert "34 of 64 cells hold several values" in messages[0]
+    # The bins are what the sketch draws: the diagram shows them, the interval resamples
+    # them (the warning had spoken of the error alone, while the one-vs-rest interval of
+    # a coarse sketch, [0.0484, 0.0494], left out the exact error 0.0527).
+    assert "the bins' label sums there (the reliability diagram's frequencies)" in messages[0]
+    assert "which its interval, resampled from these bins, leaves out" in messages[0]
     named = int(messages[0].split("pass resolution=")[1].split(" ")[0])
     followed = CalibrationError(streaming=True, resolution=named, bin_size=500)
     followed.update(*_calibrated(10_000))

@@ -817,10 +817,12 @@ def coarse_sketch_message(
         the streaming sketch has 0.36 cells per bin (bins of 200 pairs; a bin boundary
         falls in a cell of about 552 pairs, weighted by their pairs; 20 of 64 cells hold
         several values): the sketch can only share out the labels of the cells the
-        boundaries cut, so the error can miss the exact mode's by up to the metric's
-        streaming_tolerance() (a debiased error near 0 most); pass resolution=512
-        (expected to give at least 1.5 cells per bin, 0.02 MiB a sketch) or use the
-        exact mode
+        boundaries cut, so the bins' label sums there (the reliability diagram's
+        frequencies) are drawn (plug-in) or shared (debiased), not the data's: the error
+        can miss the exact mode's by up to the metric's streaming_tolerance() (a debiased
+        error near 0 most), which its interval, resampled from these bins, leaves out;
+        pass resolution=512 (expected to give at least 1.5 cells per bin, 0.02 MiB a
+        sketch) or use the exact mode
         >>> rounded = torch.full((6400,), 0.5)  # one value: a tie group, shared exactly
         >>> state = empty(64)
         >>> accumulate(state, rounded, torch.bernoulli(rounded).long())
@@ -889,9 +891,11 @@ def coarse_sketches_message(
         f"{which} {shown} cells per bin (bins of {worst.bin_size} pairs; a bin boundary "
         f"falls in a cell of about {worst.cell_size:,.0f} pairs, weighted by their pairs; "
         f"{worst.occupied} of {worst.resolution} cells hold several values): the sketch "
-        "can only share out the labels of the cells the boundaries cut, so the error can "
-        "miss the exact mode's by up to the metric's streaming_tolerance() (a debiased "
-        f"error near 0 most); {remedy}"
+        "can only share out the labels of the cells the boundaries cut, so the bins' label "
+        "sums there (the reliability diagram's frequencies) are drawn (plug-in) or shared "
+        "(debiased), not the data's: the error can miss the exact mode's by up to the "
+        "metric's streaming_tolerance() (a debiased error near 0 most), which its interval, "
+        f"resampled from these bins, leaves out; {remedy}"
     )
 
 
