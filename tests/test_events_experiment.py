@@ -9,14 +9,17 @@ import json
 import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import events_fixtures as fx
 import pytest
+import torch
 from cli_runs import run_cli
 
 from calib_metrics import plot
 from calib_metrics.models.coref_ranker import AntecedentRanker
 from calib_metrics.paper.events import experiment
+from calib_metrics.paper.events.stats import sample_summary
 from calib_metrics.wording import counted
 
 
@@ -296,6 +299,34 @@ def test_figures_shade_the_percentile_interval_and_the_papers_on_request(tmp_pat
             assert kind == "normal, over posterior samples"
     md = (tmp_path / "out" / "results.md").read_text()
     assert "The figures shade the paper's 95% normal interval m ± 1.96 s, drawn from 0" in md
+
+
+def test_a_figure_shows_a_period_whose_mean_lies_above_its_band(tmp_path, monkeypatch):
+    """An event in fewer samples than the band leaves out (2 of 100: a mean of 0.02, a
+    95% percentile band of [0, 0]) is still a period to show. Without it a figure had
+    no active period and showed every one: GUM's NZL figure spanned 1895-2024, and its
+    0.02 step was lost in it."""
+    periods = [str(year) for year in range(2000, 2020)]
+    samples = torch.zeros(100, len(periods), 1)
+    samples[:2, 10, 0] = 1  # 2010
+    summary = sample_summary(samples)
+    assert summary.percentile_upper[10, 0] == 0 and summary.mean[10, 0] > 0
+    drawn = {}
+    real = plot.posterior_time_series
+
+    def record(periods, mean, *args, **kwargs):
+        drawn[kwargs["label"]] = (list(periods), mean.tolist())
+        return real(periods, mean, *args, **kwargs)
+
+    monkeypatch.setattr(plot, "posterior_time_series", record)
+    none = torch.zeros(len(periods), 1)  # no gold and no 1-best event
+    analysis = SimpleNamespace(periods=periods, codes=["NZL"])
+    assert experiment._figures(analysis, summary, none, none, [0], tmp_path, 0.95) == [
+        "events_NZL.png"
+    ]
+    shown, mean = drawn["NZL"]
+    assert shown == [str(year) for year in range(2007, 2014)]  # 2010, 3 periods either side
+    assert mean[3] == pytest.approx(0.02)
 
 
 def test_bad_input_raises(tmp_path):
