@@ -166,11 +166,13 @@ def test_a_longer_name_of_another_place_is_read_whole(clashes):
 
 
 def test_a_name_split_at_its_hyphens_is_read_whole():
-    """UD tokenises "Niger-Congo" as "Niger", "-", "Congo": the other name "niger congo"
-    had been passed over and Niger and Congo matched, each alone."""
+    """UD-style tokenisers split hyphenated words ("Niger-Congo" into "Niger", "-",
+    "Congo"): the other name "niger congo" had been passed over and Niger and Congo
+    matched, each alone."""
     lex = CountryLexicon(
         {("niger",): "NER", ("congo",): "COG", ("hong", "kong"): "HKG"},
         other_names={("niger", "congo")},
+        hyphenated={("niger", "congo")},  # both words are names: written with a hyphen
     )
     for dash in ("-", "\u2013", "\u2010"):
         assert lex.match_tokens(["the", "Niger", dash, "Congo", "languages"]) == []
@@ -185,6 +187,41 @@ def test_a_name_split_at_its_hyphens_is_read_whole():
     assert lex.match_tokens(["Niger", "-", "-", "Congo"]) == [(0, 1, "NER"), (3, 4, "COG")]
     # A span at the end of the sentence: no word after the hyphen.
     assert lex.match_tokens(["Niger", "-"]) == [(0, 1, "NER")]
+
+
+def test_a_hyphen_between_two_names_pairs_them():
+    """Read across hyphens, "the Serbian - Montenegrin border" had been the union Serbia
+    and Montenegro (SCG), "Soviet - Russian relations" Russia alone and "the American -
+    Indian nuclear deal" the other name "American Indian", no country. Where every word
+    is a name by itself, the hyphen pairs them unless the name is written with one."""
+    phrases = {
+        ("serbian",): "SRB", ("montenegrin",): "MNE", ("serbian", "montenegrin"): "SCG",
+        ("soviet",): "SUN", ("russia",): "RUS", ("russian",): "RUS",
+        ("soviet", "russia"): "RUS", ("american",): "USA", ("indian",): "IND",
+        ("guinea",): "GIN", ("bissau",): "GNB", ("guinea", "bissau"): "GNB",
+        ("timor", "leste"): "TMP", ("south", "africa"): "ZAF",
+    }  # fmt: skip
+    lex = CountryLexicon(phrases, other_names={("american", "indian")})
+    for dash in ("-", "\u2013"):
+        cases = {
+            f"the Serbian {dash} Montenegrin border": [(1, 2, "SRB"), (3, 4, "MNE")],
+            f"Soviet {dash} Russian relations": [(0, 1, "SUN"), (2, 3, "RUS")],
+            f"the American {dash} Indian nuclear deal": [(1, 2, "USA"), (3, 4, "IND")],
+            # Not listed as written with a hyphen: a pair as well.
+            f"Guinea {dash} Bissau": [(0, 1, "GIN"), (2, 3, "GNB")],
+            # A word that is no name alone: the hyphen cannot pair two names.
+            f"Timor {dash} Leste": [(0, 3, "TMP")],
+            f"South {dash} Africa": [(0, 3, "ZAF")],
+        }
+        for text, found in cases.items():
+            assert lex.match_tokens(text.split()) == found, text
+    # Side by side, the words are the name, as before.
+    assert lex.match_tokens(["the", "Serbian", "Montenegrin", "border"]) == [(1, 3, "SCG")]
+    assert lex.match_tokens(["American", "Indian"]) == []
+    # A name written with a hyphen is read whole across it.
+    listed = CountryLexicon(phrases, hyphenated={("guinea", "bissau")})
+    assert listed.match_tokens(["Guinea", "-", "Bissau"]) == [(0, 3, "GNB")]
+    assert listed.match_tokens(["Serbian", "-", "Montenegrin"]) == [(0, 1, "SRB"), (2, 3, "MNE")]
 
 
 def test_stemming_backoff_one_then_two_characters(lexicon):
@@ -292,6 +329,38 @@ def test_shared_phoenix_lexicon_leaves_common_words_and_other_names():
                    "North American Indians", "New Mexicans"):  # fmt: skip
         assert lex.match_tokens(region.split()) == [], region
     assert lex.match_tokens(["the", "new", "England", "manager"]) == [(2, 3, "GBR")]
+
+
+def test_shared_phoenix_lexicon_reads_hyphens_as_a_pair_between_two_names():
+    """Each word of "Serbian Montenegrin" (SCG), "Soviet Russia" (RUS) and the other
+    name "American Indian" is a name by itself: joined by a hyphen they are two names.
+    Guinea-Bissau and the Niger-Congo languages are written with a hyphen; the words
+    of Timor-Leste and Hong Kong are no names alone (GUM has "HONG - KONG")."""
+    root = shared_data_dir()
+    if root is None or not (root / "phoenix-country-actors").is_dir():
+        pytest.skip("shared Phoenix lexicon (phoenix-country-actors) not available")
+    lex = CountryLexicon.load(root / "phoenix-country-actors")
+    cases = {
+        "the Serbian - Montenegrin border": [("Serbian", "SRB"), ("Montenegrin", "MNE")],
+        "Serbia - Montenegro relations": [("Serbia", "SRB"), ("Montenegro", "MNE")],
+        "the American - Indian nuclear deal": [("American", "USA"), ("Indian", "IND")],
+        "Soviet - Russian relations": [("Soviet", "SUN"), ("Russian", "RUS")],
+        "the Niger - Congo languages": [],
+        "the Niger \u2013 Congo languages": [],
+        "Guinea - Bissau": [("Guinea - Bissau", "GNB")],
+        "Bissau - Guinea": [("Bissau - Guinea", "GNB")],
+        "Timor - Leste": [("Timor - Leste", "TMP")],
+        "Hong - Kong": [("Hong - Kong", "HKG")],
+        "HONG - KONG": [("HONG - KONG", "HKG")],
+        "New - Zealanders": [("New - Zealanders", "NZL")],
+    }
+    for text, found in cases.items():
+        tokens = text.split()
+        read = [(" ".join(tokens[s:e]), code) for s, e, code in lex.match_tokens(tokens)]
+        assert read == found, text
+    # Side by side, the union and the other name are still read whole.
+    assert lex.match_tokens(["Serbia", "Montenegro"]) == [(0, 2, "SCG")]
+    assert lex.match_tokens(["American", "Indian"]) == []
 
 
 def _documented_dotless_acronyms() -> dict[str, list[str]]:

@@ -59,8 +59,17 @@ country names, demonyms and capitals are proper nouns and always capitalised, so
 * **A longer name of another place is read whole.** A scan takes a listed other
   name of several words as one non-match, so that its last word does not match alone:
   "North America", "Latin American", "New England", "New South Wales" and the
-  "Niger-Congo" languages name no country (:data:`OTHER_NAMES`). A name's words may be
-  joined by hyphen tokens, as UD tokenises "Niger-Congo" ("Niger", "-", "Congo").
+  "Niger-Congo" languages name no country (:data:`OTHER_NAMES`).
+* **A hyphen joins a name's words only where they cannot be two names.** UD-style
+  tokenisers split hyphenated words ("Timor-Leste" becomes "Timor", "-", "Leste"), so
+  the words of a name may be joined by hyphen tokens (:data:`HYPHENS`): "Timor - Leste",
+  "HONG - KONG", "South - Africa". A hyphen between two names, though, pairs them: "the
+  Serbian-Montenegrin border" lies between Serbia and Montenegro, not in the union
+  "Serbia and Montenegro", and "the American-Indian nuclear deal" concerns no "American
+  Indian". So where every word of a name is a name by itself, its words joined by
+  hyphens are read whole only if the name is written with a hyphen
+  (:data:`HYPHENATED_NAMES`: "Guinea-Bissau", "Niger-Congo"); otherwise each word is
+  read alone.
 """
 
 from __future__ import annotations
@@ -164,15 +173,25 @@ OTHER_NAMES: tuple[str, ...] = (
     "american indian", "american indians", "niger congo",
 )  # fmt: skip
 
+#: Names written with a hyphen whose every word is a name by itself (Guinea; Bissau, the
+#: capital; Niger and Congo): their words joined by hyphen tokens are read whole, where
+#: those of other such names are a pair ("Serbian-Montenegrin", "Soviet-Russian"). The
+#: Phoenix files write a hyphen as ``_``, like any word break, so the list is this
+#: module's. A name with a word that is no name alone ("Timor-Leste", "Hong Kong") needs
+#: no entry: its words are read whole across hyphens anyway.
+HYPHENATED_NAMES: tuple[str, ...] = (
+    "guinea-bissau", "guinee-bissau", "guinea-bissauan", "bissau-guinea", "niger-congo",
+)  # fmt: skip
+
 _ORG_WORDS = re.compile(
     r"ORGANI[SZ]ATION|UNION|COUNCIL|LEAGUE|ALLIANCE|TREATY|NATIONS|COMMUNITY|ASSEMBLY|"
     r"BANK|FUND|COMMISSION|AGENCY|COURT|TRIBUNAL|SECRETARIAT|PARLIAMENT"
 )
 _CODE = re.compile(r"\[([^\]\s]+)(?:\s+([^\]]*))?\]")
 _COUNTRY_CODE = re.compile(r"^[A-Z]{3}$")
-#: Tokens that join the words of a hyphenated name when a tokeniser splits it (UD:
-#: "Niger-Congo" -> "Niger", "-", "Congo"): hyphen-minus, hyphen, non-breaking hyphen and
-#: the en dash ("Niger–Congo", as Wikipedia writes it).
+#: Tokens that join the words of a hyphenated name when a tokeniser splits it (UD-style:
+#: "Guinea-Bissau" -> "Guinea", "-", "Bissau"): hyphen-minus, hyphen, non-breaking hyphen
+#: and the en dash ("Niger–Congo", as Wikipedia writes it).
 HYPHENS = frozenset({"-", "\u2010", "\u2011", "\u2013"})
 #: What :meth:`CountryLexicon._lookup` returns for another place's name: a non-match
 #: that a scan consumes whole.
@@ -250,6 +269,10 @@ class CountryLexicon:
         other_names: lower-cased word tuples that name something other than a
             country (a city or province left out of ``phrases``); the back-off never
             turns one of them into a country ("Indiana" is not "Indian").
+        hyphenated: phrases and other names written with a hyphen (``("guinea",
+            "bissau")``): their words joined by hyphen tokens are read whole even where
+            each word is a name by itself, where the hyphen would otherwise pair the
+            words' own names.
 
     Example:
         >>> lex = CountryLexicon({("france",): "FRA", ("french",): "FRA", ("us",): "USA",
@@ -262,6 +285,12 @@ class CountryLexicon:
         ...                      other_names={("indiana",)})
         >>> lex.match("male"), lex.match("Male"), lex.match("Indians"), lex.match("Indiana")
         (None, 'MDV', 'IND', None)
+        >>> lex = CountryLexicon({("guinea",): "GIN", ("bissau",): "GNB", ("serbia",): "SRB",
+        ...                       ("montenegro",): "MNE", ("guinea", "bissau"): "GNB",
+        ...                       ("serbia", "montenegro"): "SCG"},
+        ...                      hyphenated={("guinea", "bissau")})
+        >>> lex.match_tokens("Guinea - Bissau and Serbia - Montenegro".split())
+        [(0, 3, 'GNB'), (4, 5, 'SRB'), (6, 7, 'MNE')]
     """
 
     def __init__(
@@ -272,6 +301,7 @@ class CountryLexicon:
         *,
         capitalized: bool = True,
         other_names: set[tuple[str, ...]] | frozenset[tuple[str, ...]] = frozenset(),
+        hyphenated: set[tuple[str, ...]] | frozenset[tuple[str, ...]] = frozenset(),
     ) -> None:
         if min_stem < 1:
             raise ValueError(f"min_stem must be >= 1, got {min_stem}")
@@ -281,6 +311,7 @@ class CountryLexicon:
         self.capitalized = capitalized
         # A phrase of the lexicon is never shadowed by another actor's name.
         self.other_names = frozenset(other_names).difference(self.phrases)
+        self.hyphenated = frozenset(hyphenated)
         self.max_len = max((len(p) for p in self.phrases), default=0)
         # Multiword phrases (and other names, read whole) indexed by their first word, so
         # a scan tries only the lengths that can match at a position (the back-off
@@ -312,8 +343,8 @@ class CountryLexicon:
         ``.actors[.txt][.gz]`` file. ``cities=True`` keeps city and province synonyms.
         A name the files list for another actor than the country the back-off would
         reach from it (a city, province or person the lexicon leaves out) becomes one
-        of its ``other_names``, as do :data:`OTHER_NAMES`. ``capitalized`` is passed
-        on (see the class).
+        of its ``other_names``, as do :data:`OTHER_NAMES`; :data:`HYPHENATED_NAMES` are
+        its ``hyphenated`` names. ``capitalized`` is passed on (see the class).
 
         Example:
             >>> import tempfile, pathlib
@@ -368,7 +399,8 @@ class CountryLexicon:
             name for name, listed in owners.items() if backoff(name) not in (None, *listed)
         }
         other = listed_elsewhere | {_phrase(n) for n in OTHER_NAMES}
-        return cls(phrases, **options, other_names=other)
+        hyphenated = {_phrase(n.replace("-", " ")) for n in HYPHENATED_NAMES}
+        return cls(phrases, **options, other_names=other, hyphenated=hyphenated)
 
     def _variants(self, word: str) -> list[str]:
         lower = word.lower()
@@ -386,16 +418,26 @@ class CountryLexicon:
                 return code
         return None
 
-    def _lookup(self, tokens: Sequence[str]) -> str | None:
-        """The code ``tokens`` name, :data:`_OTHER` for another place's name, or None."""
+    def _lookup(self, tokens: Sequence[str], hyphens: bool = False) -> str | None:
+        """The code ``tokens`` name, :data:`_OTHER` for another place's name, or None.
+
+        ``hyphens``: the tokens were joined by hyphen tokens in the text. Then a name
+        whose every word is a name by itself is read only if it is written with a hyphen
+        (:attr:`hyphenated`); otherwise the hyphen pairs the words' own names.
+        """
         if self.capitalized and not any(ch.isupper() for ch in tokens[-1]):
             return None
+        # Words joined by hyphens that are each a name are a pair of names ("Serbia -
+        # Montenegro relations"), unless the name is written with a hyphen.
+        pair = hyphens and all(self.match(t) is not None for t in tokens)
         head = tuple(t.lower() for t in tokens[:-1])
         # A longer name is one only when every word is capitalised: "a new England
         # manager" is England's, "New England" is not.
         whole = not self.capitalized or all(any(ch.isupper() for ch in t) for t in tokens)
         for last in self._variants(tokens[-1]):
             key = (*head, last)
+            if pair and key not in self.hyphenated:
+                continue
             if key in self.other_names and (len(key) == 1 or whole):
                 # A name in its own right, or its inflection ("Indianas"): the back-off
                 # must not read it as an inflected country name.
@@ -418,8 +460,10 @@ class CountryLexicon:
 
         The back-off applies to the last word of a phrase ("North Koreans"). Another
         place's name is consumed whole as a non-match, so that none of its words
-        matches alone. The words of a phrase may also be joined by hyphen tokens, as UD
-        tokenises "Niger-Congo" (:data:`HYPHENS`).
+        matches alone. The words of a phrase may also be joined by hyphen tokens, as
+        UD-style tokenisers split hyphenated words (:data:`HYPHENS`), unless every word
+        is a name by itself and the phrase is not written with a hyphen: then the hyphen
+        pairs two names ("Serbia - Montenegro relations").
 
         Example:
             >>> lex = CountryLexicon({("america",): "USA"}, other_names={("latin", "america")})
@@ -433,7 +477,7 @@ class CountryLexicon:
         while i < n:
             lengths = [*self._lengths.get(tokens[i].lower(), ()), 1]
             for words, end in _phrase_spans(tokens, i, lengths):
-                code = self._lookup(words)
+                code = self._lookup(words, hyphens=end - i > len(words))
                 if code is not None:
                     if code is not _OTHER:
                         found.append((i, end, code))
@@ -460,8 +504,9 @@ class CountryLexicon:
 def _phrase_spans(tokens: Sequence[str], i: int, lengths: Sequence[int]):
     """The words a phrase of each of ``lengths`` (longest first) can be read from at
     ``tokens[i]``, with the end of its span: the words side by side, then, for several
-    words, joined by hyphen tokens. UD tokenises "Niger-Congo" as "Niger", "-", "Congo",
-    which had matched Niger and Congo past the other name "niger congo".
+    words, joined by hyphen tokens (the span is then longer than the words). UD-style
+    tokenisers split "Niger-Congo" into "Niger", "-", "Congo", which had matched Niger
+    and Congo past the other name "niger congo".
 
     Example:
         >>> [(list(w), end) for w, end in _phrase_spans(["Niger", "-", "Congo"], 0, [2, 1])]
