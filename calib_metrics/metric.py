@@ -238,8 +238,9 @@ class CalibrationError(_StatesKeepTheirDtype):
         validate_args: check every batch (two host synchronisations per set of
             probabilities, one more for multiclass rows' sums); False skips that, and
             each compute checks what it reads instead: the pairs (the batch check's two
-            host reads), or the folded sketch (one), which shows probabilities outside
-            [0, 1] and NaN but not every bad label.
+            host reads), or the folded sketch (one, two one-vs-rest and classwise),
+            which shows probabilities outside [0, 1], NaN and, one-vs-rest and
+            classwise, class ids outside [0, C), but not every bad label.
 
     Example:
         >>> import torch
@@ -507,7 +508,8 @@ class CalibrationError(_StatesKeepTheirDtype):
         """Why a loaded or merged streaming state (of this metric's shapes) holds values
         that no update made ('' when it holds none; two host reads, at load or merge only):
         a sketch's cell that :func:`~calib_metrics.functional.sketch.state_problem` names,
-        or a row count that disagrees with the rows kept exactly and those in the sketch.
+        a row count that disagrees with the rows kept exactly and those in the sketch, or,
+        one-vs-rest and classwise, targets of no class folded in (:meth:`_rows_and_labels`).
         Accepted, a NaN Σr made compute() NaN and a negative count moved the bins."""
         parts = [states.get(prefix + name) for name in _SKETCH_STATES]
         rows_seen = states.get(prefix + "rows_seen")
@@ -519,7 +521,15 @@ class CalibrationError(_StatesKeepTheirDtype):
             field, why = found
             return f"state 'cell_{field}' {why}: it is not a sketch that update() made"
         counts = cells.count.to(torch.float64).sum(-1)  # every class's row holds every row
-        seen, *held = torch.cat([rows_seen.detach().reshape(1).double(), counts]).tolist()
+        labels = self._rows_and_labels(cells)
+        read = [
+            rows_seen.detach().reshape(1).double(),
+            counts,
+            *([] if labels is None else [labels]),
+        ]
+        seen, *held = torch.cat(read).tolist()
+        rows_labels = None if labels is None else held[-2:]
+        held = held[: len(counts)]
         kept = _row_count(states.get(prefix + "probs"))
         if not (math.isfinite(seen) and seen >= kept and seen == int(seen)):
             return (
@@ -538,7 +548,33 @@ class CalibrationError(_StatesKeepTheirDtype):
                 f"leaves it{padding} {folded}"
                 + (": was it saved with an ignore_index?" if most < folded else "")
             )
+        no_class = None if rows_labels is None else self._no_class_problem(*rows_labels)
+        if no_class:
+            return (
+                f"the sketch's {no_class}: {rows_labels[0] - rows_labels[1]:g} targets name no "
+                f"class in [0, {self.num_classes}) (padding without ignore_index?), which a "
+                "checked update refuses"
+            )
         return _item_scores_problem(states.get(prefix + _ITEM_SCORES))
+
+    def _rows_and_labels(self, cells: sketch.Sketch) -> Tensor | None:
+        """[rows, Σy over the classes] of a one-vs-rest or classwise sketch (float64, on
+        its device: no host read), whose folded rows each add a pair to every class's
+        sketch and a label 1 to their own class's alone, so that the two are equal; a
+        target that names no class (an id ≥ C, or padding without ``ignore_index``:
+        every class's negative) adds none. None where the sketch cannot show such a
+        target: binary (Σy is checked cell by cell) and top-label (a wrong prediction)."""
+        if self.num_classes is None or self.mode == "top_label":
+            return None
+        count, sum_y = cells.count[0].to(torch.float64), cells.sum_y.to(torch.float64)
+        return torch.stack([count.sum(), sum_y.sum()])
+
+    def _no_class_problem(self, rows: float, labels: float) -> str | None:
+        """Why a one-vs-rest or classwise sketch of ``rows`` folded rows and ``labels``
+        summed over its classes (:meth:`_rows_and_labels`) holds targets of no class."""
+        if rows == labels:
+            return None
+        return f"sum_y over the classes is {labels:g} for {rows:g} rows of one class each"
 
     def _folded_early_problem(self, rows_seen: Any, probs: Any) -> str | None:
         """Why a streaming state whose sketch holds rows, though their number fits this
@@ -961,21 +997,24 @@ class CalibrationError(_StatesKeepTheirDtype):
         A metric is checked by its options (``streaming``, ``mode``, ``num_classes``,
         ``ignore_index``, ``resolution``, whether it keeps group ids), and its values are
         taken as its updates checked them. One built with ``validate_args=False``, merged
-        into one with ``validate_args=True``, is also checked by its values, as a dict is:
-        its updates checked none, and this metric's compute checks none either, so logits
-        are refused here, before anything is merged (host reads, as for a dict). Into a
-        ``validate_args=False`` metric its pairs stay unchecked until that metric's compute
-        checks them. A dict of states (``other.metric_state``) carries no options, so it
-        is checked by its keys, shapes and values: probabilities in [0, 1], targets that
-        are labels here (0 or 1; class ids below ``num_classes``) or this metric's
-        ``ignore_index``, and a sketch's cells as an update leaves them (which show logits
-        and NaN, but not every wrong label folded into them). Padding marked by a value
-        that is a label here as well (``ignore_index=0``, or 2 of 3 classes, into a metric
-        without it) cannot be told from labels and would be counted as labels; nor can a
-        folded streaming top-label sketch be told from a binary one. Merge the metric
-        itself, or its ``state_dict()`` (after ``persistent(True)``), which records
-        ``ignore_index``, ``mode`` and ``num_classes`` and is checked against them as
-        ``load_state_dict`` checks it.
+        into one with ``validate_args=True``, is also checked by its values, as its own
+        compute checks them: its updates checked none, and this metric's compute checks
+        none either, so logits are refused here, in the words of ``other.compute()``,
+        before anything is merged (host reads: each batch it keeps exactly, and its
+        sketch). What its compute cannot see is taken: a binary label of 2 beside 0s, or
+        a top-label class id ≥ C, folded into its sketch. Into a ``validate_args=False``
+        metric its pairs stay unchecked until that metric's compute checks them. A dict
+        of states (``other.metric_state``) carries no options, so it is checked by its
+        keys, shapes and values: probabilities in [0, 1], targets that are labels here (0
+        or 1; class ids below ``num_classes``) or this metric's ``ignore_index``, and a
+        sketch's cells as an update leaves them (which show logits, NaN and, one-vs-rest
+        and classwise, class ids outside [0, C), but not every wrong label folded into
+        them). Padding marked by a value that is a label here as well (``ignore_index=0``,
+        or 2 of 3 classes, into a metric without it) cannot be told from labels and would
+        be counted as labels; nor can a folded streaming top-label sketch be told from a
+        binary one. Merge the metric itself, or its ``state_dict()`` (after
+        ``persistent(True)``), which records ``ignore_index``, ``mode`` and
+        ``num_classes`` and is checked against them as ``load_state_dict`` checks it.
         """
         self._merge(incoming_state, copy=True)
 
@@ -1030,25 +1069,26 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _check_unchecked_metric(self, other: CalibrationError) -> None:
         """Refuse, before anything is merged, the pairs of ``other`` that no update checked
         (``validate_args=False``) when this metric's are (``validate_args=True``), whose
-        compute checks none: they are checked by their values, as a dict of states is
-        (:meth:`_check_states`: host reads per batch kept exactly, and a sketch's few).
-        Logits had been merged and measured as probabilities, where ``other.compute()``
-        and the merge of ``other.metric_state`` refused them. A metric whose updates were
-        checked, forward's batch metric and DDP's synchronisation (ranks of one
-        ``validate_args``, gathered by torchmetrics, not merged here) are not read again;
-        into a ``validate_args=False`` metric the pairs stay unchecked until its compute,
-        which checks them with its own."""
+        compute checks none: they are checked as ``other.compute()`` would check them,
+        and refused in its words (:meth:`_unchecked_pairs_problem`: each batch kept
+        exactly, two host reads a batch; :meth:`_unchecked_sketch_problem`: the folded
+        sketch, one or two). Logits had been merged and measured as probabilities, where
+        ``other.compute()`` and the merge of ``other.metric_state`` refused them. What
+        ``other``'s compute cannot see is not seen here either: a binary label of 2 beside
+        a 0 in one cell of its sketch, or a top-label target of no class folded there. A
+        metric whose updates were checked, forward's batch metric and DDP's
+        synchronisation (ranks of one ``validate_args``, gathered by torchmetrics, not
+        merged here) are not read again; into a ``validate_args=False`` metric the pairs
+        stay unchecked until its compute, which checks them with its own."""
         if not self.validate_args or other.validate_args:
             return
-        try:
-            self._check_states(self._listed(other.metric_state))
-        except ValueError as error:
-            why = str(error).removeprefix(f"{type(self).__name__}: ")
+        problem = other._unchecked_problem()
+        if problem:
             raise ValueError(
-                "cannot merge these CalibrationErrors: the incoming one has "
-                f"validate_args=False and holds values no update checked ({why}); this "
-                "metric checks every pair it takes (validate_args=True)"
-            ) from None
+                "cannot merge these CalibrationErrors: the incoming "
+                f"CalibrationError(validate_args=False) {problem}; merged, this metric "
+                "(validate_args=True, whose compute checks nothing) would measure them"
+            )
 
     def _settings_problem(self, num_classes: int | None, mode: str) -> str:
         """Also the mode: the pairs kept exactly are the same for every mode, but a
@@ -1149,31 +1189,74 @@ class CalibrationError(_StatesKeepTheirDtype):
         ``CalibrationComparison`` refused them."""
         if self.validate_args:
             return
-        try:
-            _prepare_batch(probs, target, self.num_classes, None)
-        except ValueError as error:
-            raise ValueError(
-                f"CalibrationError(validate_args=False) holds pairs no update checked: {error}"
-            ) from None
+        problem = self._unchecked_pairs_problem([(probs, target)], ignore_index=None)
+        if problem:
+            raise ValueError(f"CalibrationError(validate_args=False) {problem}")
+
+    def _unchecked_problem(self) -> str | None:
+        """What this metric holds that no update checked and its compute would refuse
+        (None: nothing), in its words: each batch kept exactly, and the folded sketch."""
+        parts = [(probs, target) for probs, target, _ in self._buffer_parts()]
+        problem = self._unchecked_pairs_problem(parts, self.ignore_index)
+        if problem is None and self.streaming:
+            problem = self._unchecked_sketch_problem(self._sketch_states())
+        return problem
+
+    def _unchecked_pairs_problem(
+        self, parts: list[tuple[Tensor, Tensor]], ignore_index: int | None
+    ) -> str | None:
+        """What pairs that no update checked hold that a batch may not (None: nothing), as
+        a ``validate_args=False`` metric's compute, or a merge of it into a checked one,
+        says it: the batch check of each part (probs, target) with ``ignore_index`` (None
+        where the padding is dropped already), two host reads a part."""
+        for probs, target in parts:
+            try:
+                _prepare_batch(probs, target, self.num_classes, ignore_index)
+            except ValueError as error:
+                return f"holds pairs no update checked: {error}"
+        return None
+
+    def _unchecked_sketch_problem(self, states: sketch.Sketch) -> str | None:
+        """What a sketch of rows no update checked holds that no checked rows leave there
+        (None: nothing), as a ``validate_args=False`` metric's compute, or a merge of it
+        into a checked one, says it. One host read (two for a one-vs-rest or classwise
+        sketch): a probability outside [0, 1] or NaN, labels that make a cell's Σy exceed
+        its count or a fraction, and, one-vs-rest and classwise, targets of no class (an id
+        ≥ C, or padding without ``ignore_index``: :meth:`_rows_and_labels`). A binary
+        label of 2 beside a 0 in one cell, or a top-label target of no class (a wrong
+        prediction), leaves no trace: ``validate_args=True`` is the check that sees every
+        batch."""
+        found = sketch.state_problem(states)
+        where = None if found is None else f"{found[0]} {found[1].split(', where')[0]}"
+        rows_labels = None if where else self._rows_and_labels(states)
+        if rows_labels is not None:
+            where = self._no_class_problem(*rows_labels.tolist())
+        if where is None:
+            return None
+        if self.num_classes is None:
+            labels = ", or labels other than 0/1"
+        elif self.mode == "top_label":
+            labels = ""
+        else:
+            labels = (
+                f", or targets that name no class in [0, {self.num_classes}) (padding "
+                "without ignore_index?)"
+            )
+        return (
+            f"folded values no update checked into its sketch ({where}): probabilities "
+            f"outside [0, 1] (logits?), NaN{labels}; validate_args=True names the batch"
+        )
 
     def _sketch_to_read(self) -> sketch.Sketch:
         """The full sketch a streaming compute reads (:meth:`_full_sketch`), refused when it
         holds no pair, or, with ``validate_args=False``, what no valid pair leaves there
-        (one host read): a probability outside [0, 1] or NaN, and labels that make a
-        cell's Σy exceed its count or a fraction. A label of 2 beside a 0 in one cell, or
-        a class id >= C (every class's negative), leaves no trace: validate_args=True is
-        the check that sees every batch."""
+        (:meth:`_unchecked_sketch_problem`)."""
         states = self._full_sketch()
         if states.count.sum() == 0:
             raise self._no_pairs()
-        problem = None if self.validate_args else sketch.state_problem(states)
+        problem = None if self.validate_args else self._unchecked_sketch_problem(states)
         if problem is not None:
-            raise ValueError(
-                "CalibrationError(validate_args=False) folded values no update checked "
-                f"into its sketch ({problem[0]} {problem[1].split(', where')[0]}): "
-                "probabilities outside [0, 1] (logits?), NaN, or labels other than 0/1; "
-                "validate_args=True names the batch"
-            )
+            raise ValueError(f"CalibrationError(validate_args=False) {problem}")
         return states
 
     def _check_room(self) -> None:

@@ -85,6 +85,12 @@ WRONG_PAIRS = {
 }
 
 
+MERGE_REFUSED = (
+    r"^cannot merge these CalibrationErrors: the incoming CalibrationError\(validate_args="
+    r"False\) (holds pairs|folded values) no update checked"
+)
+
+
 def _state(metric: CalibrationError) -> dict:
     return {
         name: [t.clone() for t in value] if isinstance(value, list) else value.clone()
@@ -121,10 +127,77 @@ def test_a_checked_metric_refuses_to_merge_an_unchecked_ones_wrong_pairs(mode, p
     good_target = CLASSES if num_classes else Y
     total.update(good[:200], good_target[:200])
     own, before, count = total.compute(), _state(total), total.update_count
-    with pytest.raises(ValueError, match=r"validate_args=False and holds values no update"):
+    with pytest.raises(ValueError, match=MERGE_REFUSED):
         total.merge_state(worker)
     assert _same_state(total, before) and total.update_count == count
     assert torch.equal(total.compute(), own)
+
+
+def _refusal(call) -> str:
+    with pytest.raises(ValueError) as refused:
+        call()
+    return str(refused.value)
+
+
+@SKETCH_FEW_CELLS
+@pytest.mark.parametrize("mode", ["exact", "streaming-folded"])
+@pytest.mark.parametrize(
+    ("q", "y"),
+    [(BINARY_LOGITS, Y), (Q, torch.where(Y == 0, 2, Y)), (Q, torch.where(Y == 0, -100, Y))],
+    ids=["logits", "label 2", "padding -100"],
+)
+def test_a_merge_refuses_an_unchecked_metric_in_the_words_of_its_compute(mode, q, y) -> None:
+    """The refusal of 48d6e3e had borrowed a loaded state's words: "was it saved with
+    ignore_index=2?" (nothing was saved), "it is not a sketch that update() made" (its
+    update made it), no "logits?" or "(padding? set ignore_index=-100)" hint, and "this
+    metric checks every pair it takes", which a folded top-label target of no class
+    belies. It now says what the worker's own compute() says of the same pairs."""
+    settings, _ = MERGE_MODES[mode]
+    worker = CalibrationError(**settings, validate_args=False)
+    worker.update(q, y)
+    computed = _refusal(worker.compute)
+    merged = _refusal(lambda: CalibrationError(**settings).merge_state(worker))
+    said = computed.removeprefix("CalibrationError(validate_args=False) ")
+    assert said != computed
+    assert merged == (
+        f"cannot merge these CalibrationErrors: the incoming CalibrationError(validate_args="
+        f"False) {said}; merged, this metric (validate_args=True, whose compute checks "
+        "nothing) would measure them"
+    )
+    for borrowed in ("was it saved", "not a sketch that update() made", "every pair"):
+        assert borrowed not in merged
+
+
+NO_CLASS = torch.where(CLASSES == 0, 5, CLASSES)  # class 0's items given an id of no class
+
+
+@SKETCH_FEW_CELLS
+@pytest.mark.parametrize("mode", ["one_vs_rest", "classwise"])
+def test_targets_of_no_class_folded_unchecked_are_refused(mode) -> None:
+    """A streaming one-vs-rest or classwise worker folds a target of no class (an id ≥ C,
+    padding without ignore_index) into every class's sketch as a negative: no cell shows
+    it, but the sketch's Σy over the classes falls short of its rows by their number. Its
+    compute, the merge of the metric and of its metric_state into a checked metric had
+    all taken them (in every multiclass mode; top-label's sketch, of (confidence,
+    correct) pairs, holds them as wrong predictions and cannot tell)."""
+    settings = {"num_classes": 5, "mode": mode, "streaming": True, "resolution": 64}
+    worker = CalibrationError(**settings, validate_args=False)
+    worker.update(LOGITS.softmax(-1), NO_CLASS)  # 3000 rows: folded past the 128 kept
+    shortfall = int((CLASSES == 0).sum())
+    found = f"sum_y over the classes is {3000 - shortfall} for 3000 rows of one class each"
+    named = "targets that name no class in [0, 5) (padding without ignore_index?)"
+    computed = _refusal(worker.compute)
+    assert found in computed and named in computed
+    total = CalibrationError(**settings)
+    total.update(LOGITS[:200].softmax(-1), CLASSES[:200])
+    before, own = _state(total), total.compute()
+    assert found in _refusal(lambda: total.merge_state(worker))
+    loaded = _refusal(lambda: total.merge_state(worker.metric_state))
+    assert found in loaded and f"{shortfall} targets name no class in [0, 5)" in loaded
+    assert _same_state(total, before) and torch.equal(total.compute(), own)
+    checked = CalibrationError(**settings)
+    checked.update(LOGITS.softmax(-1), CLASSES)
+    total.merge_state(checked)  # the same rows with their classes: taken
 
 
 @SKETCH_FEW_CELLS
@@ -169,15 +242,17 @@ def test_a_checked_comparison_refuses_to_merge_an_unchecked_ones_logits() -> Non
 
 
 def _count_value_checks(monkeypatch) -> list[int]:
-    """Count the value checks of a merged state (CalibrationError._check_states)."""
+    """Count the value checks of a merged state: a dict's (CalibrationError._check_states)
+    and an unchecked metric's (its compute's, CalibrationError._unchecked_problem)."""
     calls = [0]
-    check = CalibrationError._check_states
+    for name in ("_check_states", "_unchecked_problem"):
+        check = getattr(CalibrationError, name)
 
-    def counted(self, states, prefix=""):
-        calls[0] += 1
-        return check(self, states, prefix)
+        def counted(self, *args, check=check, **kwargs):
+            calls[0] += 1
+            return check(self, *args, **kwargs)
 
-    monkeypatch.setattr(CalibrationError, "_check_states", counted)
+        monkeypatch.setattr(CalibrationError, name, counted)
     return calls
 
 
