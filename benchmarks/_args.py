@@ -132,11 +132,12 @@ def number(
     *,
     above: bool = False,
     below: bool = False,
+    nonzero: bool = False,
     why: str = "",
 ) -> Callable[[str], float]:
     """The argparse type of a finite number from ``low`` to ``high`` (``above``: more than
-    ``low``; ``below``: less than ``high``); ``why``, if given, follows the bounds in the
-    refusal.
+    ``low``; ``below``: less than ``high``; ``nonzero``: 0 refused too); ``why``, if
+    given, follows the bounds in the refusal.
 
     Example:
         >>> shift = number(0, 0.05, above=True)
@@ -146,6 +147,10 @@ def number(
         Traceback (most recent call last):
         ...
         argparse.ArgumentTypeError: must be a number above 0 and at most 0.05, not '0'
+        >>> number(-1, 1, nonzero=True)("-0.0")
+        Traceback (most recent call last):
+        ...
+        argparse.ArgumentTypeError: must be a number from -1 to 1 other than 0, not '-0.0'
     """
     bounds = []
     if low > -math.inf and high < math.inf and not (above or below):
@@ -156,6 +161,8 @@ def number(
         if high < math.inf:
             bounds.append(f"below {high:g}" if below else f"at most {high:g}")
     wanted = "a number " + " and ".join(bounds) if bounds else "a finite number"
+    if nonzero:
+        wanted += " other than 0"
     reason = f" ({why})" if why else ""
 
     def parse(text: str) -> float:
@@ -167,6 +174,7 @@ def number(
             math.isfinite(value)
             and (value > low if above else value >= low)
             and (value < high if below else value <= high)
+            and not (nonzero and value == 0)
         )
         if not inside:
             raise argparse.ArgumentTypeError(f"must be {wanted}{reason}, not {text!r}")

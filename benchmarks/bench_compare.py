@@ -170,7 +170,10 @@ def table(n: int, medians: dict[str, float]) -> str:
     return "\n".join([header, *rows])
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options of ``argv`` (default: the command line), checked: argparse's usage
+    line, one error line and exit 2 for any it refuses. Runs nothing: the tests read the
+    documented commands through it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", type=device, default="cpu")
     parser.add_argument("--sizes", type=size, nargs="+", default=[1e4, 3e4, 1e5])
@@ -180,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.write and args.device != "cpu":
         parser.error(f"--write records the CPU table in {DOC.relative_to(ROOT)}; print GPU runs")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
     torch.set_num_threads(args.threads)
     load_start = load_average()
     sections = []

@@ -130,7 +130,10 @@ def table(
     return "\n".join(lines)
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options of ``argv`` (default: the command line), checked: argparse's usage
+    line, one error line and exit 2 for any it refuses. Runs nothing: the tests read the
+    documented commands through it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=count, default=7)
     parser.add_argument("--write", action="store_true", help="write docs/bench_import.md")
@@ -142,9 +145,14 @@ def main() -> None:
     parser.add_argument(
         "--before-commit", help="the commit --before holds (`git archive COMMIT`), for the page"
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.before_commit is not None and args.before is None:
         parser.error("--before-commit names the commit of --before's checkout: give --before")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     load_start = load_average()
     medians = measure(args.repeats, args.before)
     text = table(medians, args.repeats, load_start, args.before_commit)

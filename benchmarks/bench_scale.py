@@ -471,7 +471,10 @@ def warm_up() -> None:
     sort_once(q)
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options of ``argv`` (default: the command line), checked: argparse's usage
+    line, one error line and exit 2 for any it refuses. Runs nothing: the tests read the
+    documented commands through it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max", type=size, default=1e7)
     parser.add_argument("--exact-max", type=size, default=1e7)
@@ -487,9 +490,14 @@ def main() -> None:
         "--threads", type=count, default=None, help="torch threads (default: torch's choice)"
     )
     parser.add_argument("--write", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.max < SIZES[0]:
         parser.error(f"--max: the sizes start at {SIZES[0]:.0e}; {args.max:g} runs none")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     warm_up()

@@ -41,7 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._args import at_least_two
+from benchmarks._args import at_least_two, count
 from benchmarks._record import command_line, load_average, machine_load
 from calib_metrics.functional import calibration_error, compare_calibration
 
@@ -119,20 +119,34 @@ def spreads(n: int, reps: int, draws: int, seed: int) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options of ``argv`` (default: the command line), checked: argparse's usage
+    line, one error line and exit 2 for any it refuses. Runs nothing: the tests read the
+    documented commands through it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--reps",
-        type=at_least_two,
+        type=count,
         default=300,
-        help="data sets per row (300; ≥ 2: --spread gives their sd)",
+        help="data sets per row (300); with --spread at least 2, whose sd it prints",
     )
     parser.add_argument(
         "--draws", type=at_least_two, default=2000, help="paired draws per test (2,000)"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spread", action="store_true", help="the spreads at N = 3,000")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.spread and args.reps < 2:
+        # The rates' Monte Carlo s.e. comes from the rate and the count: 1 data set runs.
+        parser.error(
+            "argument --reps: must be a whole number of at least 2 with --spread, which "
+            f"prints the sd over the data sets, not {args.reps}"
+        )
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")  # small-bin warnings of the N = 300 rows
     load_start = load_average()

@@ -41,9 +41,14 @@ def main() -> None:
     parser.add_argument("--draws", type=at_least_two, default=200, help="paired bootstrap draws")
     parser.add_argument(
         "--shift",
-        type=number(0, 0.1, above=True, why="a = q + c and b = q − c stay in [0, 1]"),
+        type=number(
+            -0.1,
+            0.1,
+            nonzero=True,
+            why="a = q + c and b = q − c stay in [0, 1]; 0 compares a model with itself",
+        ),
         default=0.04,
-        help="c: a = q + c, b = q - c, above 0 and at most 0.1",
+        help="c: a = q + c, b = q - c, from -0.1 to 0.1 but not 0 (a negative c swaps a and b)",
     )
     parser.add_argument("--bin-size", type=bin_size, default="auto", help="'auto' or an integer")
     parser.add_argument("--seed", type=int, default=100)

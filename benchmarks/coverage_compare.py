@@ -270,7 +270,7 @@ def _summary(name: str, variant: str, n: int, truth: float, outcomes: list, draw
         "below": float((truth < lower).double().mean()),
         "rejection": float((p < 0.05).double().mean()),
         "width": float((upper - lower).mean()), "reps": reps, "draws": draws,
-        "estimate_sd": float(estimate.std()) if reps > 1 else float("nan"),
+        "estimate_sd": float(estimate.std()),  # --reps ≥ 2; a partial row has 10 or more
     }  # fmt: skip
 
 
@@ -317,8 +317,10 @@ def _row(r: dict, columns: list[tuple] = COLUMNS) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def main() -> None:
-    global ENDS, SHRINK, BOUNDARY
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options of ``argv`` (default: the command line), checked: argparse's usage
+    line, one error line and exit 2 for any it refuses. Runs nothing: the tests read the
+    documented commands through it."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=count, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--variants", nargs="+", choices=["iid", "grouped"], default=["iid"])
@@ -367,15 +369,21 @@ def main() -> None:
         default="cpu",
         help="where the data and draws live (cuda: same study, other random streams)",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.neighbour_factor and args.joint_shrink:
+        parser.error("--neighbour-factor and --joint-shrink are two shrinks: give one")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    global ENDS, SHRINK, BOUNDARY
+    args = parse(argv)
     torch.set_num_threads(args.threads)
     use_group_size(args.group_size)
     if args.joint_shrink:
         SHRINK = "joint"
         _joint_shrink()
     if args.neighbour_factor:
-        if args.joint_shrink:
-            parser.error("--neighbour-factor and --joint-shrink are two shrinks: give one")
         SHRINK = "neighbour"
         _neighbour_factor()
     if args.per_draw_ends:

@@ -5,7 +5,9 @@ seeded generators: Algorithm 2 (``interval="paper"``), the pair and group bootst
 every norm, debias on and off, normal and percentile forms, uniform binning, the three
 multiclass modes, bins given directly, the streaming metric, ``compare_calibration``,
 the smooth curve's bootstrap band and the normal quantile. Only public names are used,
-so the script runs unchanged on any revision.
+and nothing of this checkout but the script itself (not even benchmarks/_args.py), so it
+runs unchanged on any revision: here with ``INTERVAL_NUMBERS_ROOT``, or copied alone into
+another checkout.
 
 Run ``python benchmarks/interval_numbers.py --write FILE`` on one revision and
 ``python benchmarks/interval_numbers.py --compare FILE`` on another: the comparison
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -44,11 +47,18 @@ from calib_metrics.functional import (
 from calib_metrics.functional.calibration import compute_bins
 from calib_metrics.functional.intervals import bin_index
 
-# After calib_metrics, which INTERVAL_NUMBERS_ROOT may take from elsewhere: this checkout's
-# argument types.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import non_negative
+def _tolerance(text: str) -> float:
+    """A finite number of at least 0, worded as benchmarks/_args.py's ``non_negative``
+    (NaN had passed every comparison, a negative tolerance failed identical numbers);
+    its own, so that the script needs nothing beside it on another revision."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number of at least 0, not {text!r}")
+    return value
 
 
 def _data(n: int = 20_000, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -206,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", type=Path, help="compare with the numbers in this file")
     parser.add_argument(
         "--tolerance",
-        type=non_negative,
+        type=_tolerance,
         default=0.0,
         help="the largest absolute difference that passes (0: none)",
     )

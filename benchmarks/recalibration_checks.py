@@ -36,7 +36,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import positive
+from benchmarks._args import number, positive
 from calib_metrics.recalibration import MatrixScaling, TemperatureScaling, VectorScaling
 from calib_metrics.recalibration._common import MASK_FLOOR
 
@@ -47,6 +47,19 @@ def shifted_classifier() -> tuple[torch.Tensor, torch.Tensor]:
     shift = torch.tensor([0.5, 0.0, 0.0, -0.5], dtype=torch.float64)
     y = torch.multinomial(torch.softmax(z / 3 + shift, -1), 1, generator=g)[:, 0]
     return z, y
+
+
+# The temperatures a fit leaves room for start at 1e-100 (MASK_FLOOR's comment), and the
+# temperature of c·z is about c times that of z: below this c, a fit's line search fails.
+SMALLEST_SCALE = 1e-100
+
+
+def largest_scale() -> float:
+    """The largest c, a power of 10, at which every logit c·z of :func:`scale_table` stays
+    above the library's mask floor (``MASK_FLOOR``, -1e200): past it a fit reads the
+    lowest logits as masked classes, the targets' among them (the library's refusal)."""
+    z, _ = shifted_classifier()
+    return 10.0 ** math.floor(math.log10(-MASK_FLOOR / z.abs().max().item()))
 
 
 def scale_table(scales: list[float]) -> None:
@@ -155,12 +168,17 @@ def float16_probabilities(scale: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    largest = largest_scale()
     parser.add_argument(
         "--scales",
-        type=positive,
+        type=number(
+            SMALLEST_SCALE,
+            largest,
+            why="the temperatures a fit leaves room for, and logits c·z above the mask floor",
+        ),
         nargs="+",
         default=[1e-8, 1e-7, 1, 1e5, 1e6],
-        help="factors c of the logits, above 0",
+        help=f"factors c of the logits, from {SMALLEST_SCALE:g} to {largest:g}",
     )
     parser.add_argument(
         "--float16-scales",

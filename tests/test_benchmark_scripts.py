@@ -324,6 +324,66 @@ def _parsed(monkeypatch, script: Path, *argv: str) -> argparse.Namespace:
     return parsed.value.args[0]
 
 
+def _options(monkeypatch, script: Path, *argv: str) -> argparse.Namespace:
+    """The options ``script`` takes from ``argv``, checked as its main checks them, without
+    running its study: through its ``parse(argv)`` where it has one (the scripts whose
+    checks go on after argparse's: ``parser.error`` of two options together), else
+    argparse's alone (:func:`_parsed`)."""
+    if not re.search(r"^def parse\(", script.read_text(encoding="utf-8"), re.M):
+        return _parsed(monkeypatch, script, *argv)
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    return _load(script.stem).parse(list(argv))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[s.name for s in SCRIPTS])
+def test_checks_after_argparse_are_a_parse_the_tests_can_call(script: Path) -> None:
+    """A script that checks its options after ``parse_args`` (``parser.error``) does so in
+    ``parse(argv)``, which its main calls: the documented commands of bench_scale,
+    coverage, coverage_compare, bench_compare and bench_import had been read by argparse
+    alone, their own checks never run."""
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        calls = {
+            node.func.attr
+            for node in ast.walk(function)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        }
+        if {"parse_args", "error"} <= calls:
+            assert function.name == "parse", f"{script.name}: {function.name}()"
+
+
+@pytest.mark.parametrize(
+    ("script", "argv", "said"),
+    [
+        ("bench_scale.py", ["--max", "1e3"], "--max: the sizes start at 1e+04; 1000 runs none"),
+        ("coverage.py", ["--variants", "ovr", "--sizes", "1001"], "a multiple of --classes 10"),
+        ("coverage_compare.py", ["--neighbour-factor", "--joint-shrink"], "two shrinks"),
+        ("bench_compare.py", ["--device", "cuda", "--write"], "records the CPU table"),
+        ("bench_import.py", ["--before-commit", "abc123"], "give --before"),
+        (
+            "compare_noisy_models.py",
+            ["--spread", "--reps", "1"],
+            "argument --reps: must be a whole number of at least 2 with --spread",
+        ),
+    ],
+)
+def test_checks_after_argparse_refuse_in_one_line_without_a_run(
+    monkeypatch, capsys, script: str, argv: list, said: str
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    import benchmarks._args
+
+    monkeypatch.setattr(benchmarks._args, "device", str)  # "cuda" on a machine without
+    with pytest.raises(SystemExit) as stop:
+        _options(monkeypatch, BENCHMARKS / script, *argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert said in err.strip().splitlines()[-1]
+
+
 def test_compare_spread_takes_no_draws_as_docs_coverage_md_runs_it(monkeypatch) -> None:
     """``--draws 0`` (the estimates alone) is a mode docs/coverage.md publishes; ba648d1's
     count type had refused it."""
@@ -361,7 +421,6 @@ def test_degenerate_sizes_and_counts_are_refused_in_one_line(
 MEANINGLESS = [
     # One data set (seed, repetition) had printed its sd as NaN (compare_shrink_bias:
     # statistics.stdev's traceback); these scripts print the sd over them.
-    ("compare_noisy_models.py", "--reps", "1"),
     ("compare_plugin_size.py", "--reps", "1"),
     ("compare_shrink_bias.py", "--reps", "1"),
     ("compare_spread.py", "--data-sets", "1"),
@@ -373,6 +432,7 @@ MEANINGLESS = [
     ("shared_cells.py", "--seeds", "1"),
     ("streaming_gap_seeds.py", "--seeds", "1"),
     ("tie_debias.py", "--reps", "1"),
+    # (compare_noisy_models prints the sd with --spread only: test_checks_after_argparse_...)
     # One bootstrap draw: the library's "n_samples must be at least 2" traceback, or NaN
     # spreads and zero-width intervals (coverage_compare_diagnostics, coverage, ...).
     ("compare_near_copies.py", "--draws", "1"),
@@ -398,9 +458,11 @@ MEANINGLESS = [
     ("compare_near_copies.py", "--near-copy", "-1"),
     ("compare_near_copies.py", "--near-copy", "nan"),
     ("compare_near_copies.py", "--near-copy", "2"),
-    # a = q + c, b = q − c: c = 0 compares a model with itself, |c| > 0.1 leaves [0, 1].
+    # a = q + c, b = q − c: c = 0 compares a model with itself, |c| > 0.1 leaves [0, 1]
+    # (a negative c swaps a and b, and is taken).
     ("compare_plugin_size.py", "--shift", "0"),
-    ("compare_plugin_size.py", "--shift", "-0.04"),
+    ("compare_plugin_size.py", "--shift", "-0"),
+    ("compare_plugin_size.py", "--shift", "-0.2"),
     ("compare_plugin_size.py", "--shift", "0.2"),
     ("compare_plugin_size.py", "--shift", "inf"),
     ("compare_plugin_size.py", "--bin-size", "0"),  # the library's traceback
@@ -416,6 +478,10 @@ MEANINGLESS = [
     ("recalibration_checks.py", "--scales", "0"),
     ("recalibration_checks.py", "--scales", "-1"),
     ("recalibration_checks.py", "--scales", "nan"),
+    # Past the mask floor c·z is read as masks (the targets' too: the library's refusal),
+    # and below the temperatures a fit leaves room for its line search fails.
+    ("recalibration_checks.py", "--scales", "1e300"),
+    ("recalibration_checks.py", "--scales", "1e-200"),
     ("recalibration_checks.py", "--float16-scales", "0"),  # torch.multinomial's traceback
     # A rule's name or a quantile level: float()'s and torch.nanquantile's tracebacks.
     ("compare_boundary_level.py", "--levels", "strict"),
@@ -435,7 +501,7 @@ def test_meaningless_study_options_are_refused_in_one_line(
     option), not a traceback deep in the run or a table of NaN. (Where the value is taken,
     the study does not run: the options read, the test fails.)"""
     with pytest.raises(SystemExit) as stop:
-        _parsed(monkeypatch, BENCHMARKS / script, f"{option}={value}")  # "-0.1" is no flag
+        _options(monkeypatch, BENCHMARKS / script, f"{option}={value}")  # "-0.1" is no flag
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
@@ -452,6 +518,9 @@ def test_meaningless_study_options_are_refused_in_one_line(
         ("compare_near_copies.py", ["--near-copy", "0"], "near_copy", 0.0),
         ("compare_near_copies.py", ["--near-copy", "1"], "near_copy", 1.0),
         ("compare_plugin_size.py", ["--shift", "0.1"], "shift", 0.1),
+        ("compare_plugin_size.py", ["--shift", "-0.1"], "shift", -0.1),  # a and b swapped
+        ("compare_noisy_models.py", ["--reps", "1"], "reps", 1),  # rates: no sd printed
+        ("compare_noisy_models.py", ["--spread", "--reps", "2"], "reps", 2),
         ("compare_plugin_size.py", ["--bin-size", "1e3"], "bin_size", 1000),
         ("compare_plugin_size.py", [], "bin_size", "auto"),
         ("coverage_diagnostics.py", [], "bin_size", "auto"),
@@ -459,6 +528,7 @@ def test_meaningless_study_options_are_refused_in_one_line(
         ("streaming_gap_seeds.py", [], "bin_sizes", ["auto", 5000, 1000, 200]),
         ("interval_numbers.py", ["--tolerance", "0"], "tolerance", 0.0),
         ("recalibration_checks.py", ["--scales", "1e-8", "1e6"], "scales", [1e-8, 1e6]),
+        ("recalibration_checks.py", ["--scales", "1e-100", "1e198"], "scales", [1e-100, 1e198]),
         ("compare_boundary_level.py", ["--levels", "hq", "0", "1"], "levels", ["hq", "0", "1"]),
         ("drift_resolution.py", ["--resolutions", "2"], "resolutions", [2]),
         ("tie_debias.py", ["--reps", "2"], "reps", 2),
@@ -467,7 +537,42 @@ def test_meaningless_study_options_are_refused_in_one_line(
 def test_study_options_take_the_ends_of_their_ranges(
     monkeypatch, script: str, argv: list, option: str, value
 ) -> None:
-    assert getattr(_parsed(monkeypatch, BENCHMARKS / script, *argv), option) == value
+    assert getattr(_options(monkeypatch, BENCHMARKS / script, *argv), option) == value
+
+
+def test_recalibration_scales_stop_before_the_mask_floor(monkeypatch) -> None:
+    """``--scales 1e300`` had passed argparse, and the fit read the logits c·z at or below
+    the library's mask floor as masked classes, the targets' too (its traceback). The
+    largest c taken is the last power of 10 that keeps every logit c·z above it."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    checks = _load("recalibration_checks")
+    z = checks.shifted_classifier()[0]
+    largest = checks.largest_scale()
+    assert (largest * z).abs().max() < -checks.MASK_FLOOR <= (10 * largest * z).abs().max()
+    assert _options(monkeypatch, BENCHMARKS / "recalibration_checks.py").scales[-1] < largest
+
+
+def test_interval_numbers_runs_copied_alone_onto_another_revision(tmp_path) -> None:
+    """Its docstring says it runs unchanged on any revision; its --tolerance type had come
+    from this checkout's benchmarks/_args.py, which an older checkout lacks (or the
+    package of INTERVAL_NUMBERS_ROOT beside it): ModuleNotFoundError there."""
+    import os
+    import subprocess
+
+    (tmp_path / "benchmarks").mkdir()
+    script = tmp_path / "benchmarks" / "interval_numbers.py"
+    script.write_bytes((BENCHMARKS / "interval_numbers.py").read_bytes())
+    (tmp_path / "revision").mkdir()
+    (tmp_path / "revision" / "calib_metrics").symlink_to(BENCHMARKS.parent / "calib_metrics")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(INTERVAL_NUMBERS_ROOT=str(tmp_path / "revision"), OMP_NUM_THREADS="1")
+    done = subprocess.run(
+        [sys.executable, str(script), "--tolerance", "-1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.endswith("error: argument --tolerance: must be a number of at least 0, not '-1'")
 
 
 def test_coverage_rho_and_compare_spreads_are_one_type(monkeypatch) -> None:
@@ -489,53 +594,120 @@ def test_coverage_rho_and_compare_spreads_are_one_type(monkeypatch) -> None:
         correlation("-0.5")
 
 
+DOCS = [BENCHMARKS.parent / "README.md", *sorted((BENCHMARKS.parent / "docs").glob("*.md"))]
+FENCE = re.compile(r"^[ \t]*```[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
+SCRIPT = re.compile(r"benchmarks/(\w+\.py)")
+# A command: environment settings, python and its flags (or the script alone, inline),
+# the script, its options.
+COMMAND = re.compile(
+    r"(?:[A-Z_]+=(?:<[^>]*>|\S+) )*(?P<python>python3? (?:-\S+ )*)?benchmarks/(\w+\.py)(.*)"
+)
+
+
+def _code(text: str) -> list[str]:
+    """The code of a markdown page, its whitespace (line breaks too) made single spaces:
+    each line of its fenced blocks, backslash continuations joined and the comment left
+    out, and each inline span, wrapped over lines or not."""
+    pieces = []
+    for block in FENCE.finditer(text):
+        for line in re.sub(r"\\\n", " ", block.group(1)).splitlines():
+            pieces.append(" ".join(re.split(r"(?:^|\s)#", line)[0].split()))
+    for paragraph in FENCE.sub("\n\n", text).split("\n\n"):
+        pieces += [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", paragraph)]
+    return pieces
+
+
+def _commands(piece: str) -> tuple[str, list[list[str]]] | None:
+    """The script a piece of code runs and every argv it shows for it (:func:`_alternatives`;
+    ``{a,b}`` expanded; placeholders set, ``...``: the options a run chose, left out; a
+    pipe or redirection cut off); None for a piece that is no command (the script's bare
+    path, inline, names it)."""
+    found = COMMAND.fullmatch(piece)
+    if not found or not (found["python"] or found[3].strip()):
+        return None
+    root = str(BENCHMARKS.parent)
+    placeholders = {"SEED": ["41"], "SETTING": ["unequal"], "CHECKOUT": [root], "...": []}
+    argvs = []
+    for line in _alternatives(found[3]):
+        argv = []
+        for token in shlex.split(line):
+            if token in ("|", ">", ">>", "&&", ";", "2>&1"):
+                break
+            braces = re.fullmatch(r"(.*)\{([^}]*)\}(.*)", token)
+            parts = braces.group(2).split(",") if braces else [None]
+            argv += [f"{braces[1]}{p}{braces[3]}" if braces else token for p in parts]
+        argvs.append([given for token in argv for given in placeholders.get(token, [token])])
+    return found[2], argvs
+
+
+def _alternatives(line: str) -> list[str]:
+    """``line`` with each ``[a | b]`` one of its alternatives, and each optional ``[a]``
+    given and left out: one line per choice."""
+    group = re.search(r"\[([^\[\]]*)\]", line)
+    if group is None:
+        return [line]
+    head, tail = line[: group.start()], line[group.end() :]
+    choices = group.group(1).split("|")
+    choices += [] if len(choices) > 1 else [""]
+    return [expanded for choice in choices for expanded in _alternatives(f"{head} {choice} {tail}")]
+
+
 def _documented_commands() -> list[tuple[str, str, list[str]]]:
-    """Every ``python benchmarks/X.py ...`` command of README.md and docs/*.md, as (doc,
-    script, argv): an inline one to its closing backtick, a code block's with its backslash
-    continuations, without its comment; ``[...]`` optional parts given, placeholders set
-    (``...``: the options a run chose, left out)."""
-    root = BENCHMARKS.parent
-    placeholders = {"SEED": ["41"], "SETTING": ["unequal"], "CHECKOUT": [str(root)], "...": []}
+    """Every command of a benchmark script that README.md and docs/*.md show, as (doc,
+    script, argv): ``python benchmarks/X.py ...`` in a code block or inline (wrapped
+    after ``python`` too), and an inline ``benchmarks/X.py --option ...``."""
     found = []
-    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
-        text = doc.read_text(encoding="utf-8")
-        for match in re.finditer(r"python (?:-\S+ )*benchmarks/(\w+\.py)", text):
-            rest = text[match.end() :]
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            if text.count("`", line_start, match.start()) % 2:  # inline: to its closing `
-                line = rest[: rest.index("`")]
-            else:  # a code block's line and its continuations
-                line = re.match(r"(?:[^\n]*\\\n)*[^\n]*", rest).group(0).split("`")[0]
-            line = re.split(r"\s#", re.sub(r"\\?\n", " ", line))[0]
-            line = line.replace("[", " ").replace("]", " ")
-            argv = []
-            for token in shlex.split(line):
-                braces = re.fullmatch(r"(.*)\{([^}]*)\}(.*)", token)
-                parts = braces.group(2).split(",") if braces else [None]
-                argv += [f"{braces[1]}{p}{braces[3]}" if braces else token for p in parts]
-            argv = [given for token in argv for given in placeholders.get(token, [token])]
-            found.append((doc.name, match.group(1), argv))
+    for doc in DOCS:
+        for piece in _code(doc.read_text(encoding="utf-8")):
+            command = _commands(piece)
+            if command:
+                found += [(doc.name, command[0], argv) for argv in command[1]]
     return found
 
 
 DOCUMENTED = _documented_commands()
 
 
+def test_every_script_the_docs_show_is_a_command_read_or_a_name() -> None:
+    """Each ``benchmarks/X.py`` of README.md and docs/*.md is in the code the commands are
+    read from, and there either a command (its argv tested below) or the script's bare
+    path: the commands wrapped after ``python`` (README's grouped_debias, two of
+    docs/coverage.md, docs/recalibration.md's, docs/streaming.md's bench_scale) and an
+    inline ``benchmarks/compare_boundary_level.py --n 1000000`` had been skipped, and of
+    ``[--neighbour-factor | --joint-shrink --per-draw-ends]`` only the first taken."""
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        pieces = _code(text)
+        assert sum(len(SCRIPT.findall(piece)) for piece in pieces) == len(SCRIPT.findall(text))
+        for piece in pieces:
+            for script in SCRIPT.findall(piece):
+                named = piece == f"benchmarks/{script}"
+                assert named or _commands(piece), f"{doc.name}: `{piece}`"
+    found = {(doc, script, shlex.join(argv)) for doc, script, argv in DOCUMENTED}
+    assert ("README.md", "grouped_debias.py", "--reps 1500 --seed 11") in found
+    assert ("streaming.md", "bench_scale.py", "--threads 1 --max 1e9 --exact-max 1e9 "
+            "--torchmetrics-max 1e7 --write") in found  # fmt: skip
+    assert ("recalibration.md", "recalibration_checks.py", "") in found
+    assert ("coverage.md", "compare_boundary_level.py", "--n 1000000") in found
+    shrinks = {argv for doc, script, argv in found if "--group-size 333" in argv}
+    assert any(a.endswith("--neighbour-factor") for a in shrinks)
+    assert any(a.endswith("--joint-shrink --per-draw-ends") for a in shrinks)
+
+
 @pytest.mark.parametrize(
     ("doc", "script", "argv"), DOCUMENTED, ids=[f"{d}:{s}" for d, s, _ in DOCUMENTED]
 )
 def test_every_documented_command_is_one_its_script_takes(monkeypatch, doc, script, argv) -> None:
-    """The commands docs/*.md and README.md publish still parse: an option type narrowed
-    to refuse what a study cannot use must take every value they show (``--draws 0`` of
-    compare_spread had been refused once). Devices are this machine's (no CUDA here)."""
-    if "|" in argv:  # "[--neighbour-factor | --joint-shrink]": one or the other
-        argv = argv[: argv.index("|")]
+    """The commands docs/*.md and README.md publish still parse, through the script's own
+    checks after argparse's too: an option type narrowed to refuse what a study cannot
+    use must take every value they show (``--draws 0`` of compare_spread had been refused
+    once). Devices are this machine's (no CUDA here)."""
     monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
     import benchmarks._args
 
     monkeypatch.setattr(benchmarks._args, "device", str)
     try:
-        _parsed(monkeypatch, BENCHMARKS / script, *argv)
+        _options(monkeypatch, BENCHMARKS / script, *argv)
     except SystemExit as stop:
         pytest.fail(f"{doc}: python benchmarks/{script} {shlex.join(argv)}: exit {stop.code}")
 
