@@ -234,7 +234,8 @@ def test_an_empty_features_tensor_is_named_at_every_entry(shape):
     """F = 0 had been a RuntimeError of EmbeddingBag's reshape, T = 0 a message about
     linear_chain's emissions or chain_fit's lengths, and B = 0 fitted nothing, silently.
     B = 0 at inference (left_align's batch of rows that are all padding) gives empty
-    results, as linear_chain's functions do."""
+    results, as linear_chain's functions do, and so do its per-sentence likelihoods (they
+    had refused it); the objective, a sum over the sentences, is the penalty alone."""
     empty = torch.zeros(shape, dtype=torch.long)
     tags = torch.zeros(shape[:2], dtype=torch.long)
     model = FeatureCRF(2, 4)
@@ -245,10 +246,12 @@ def test_an_empty_features_tensor_is_named_at_every_entry(shape):
         lambda: model.sample(empty, n_samples=1)[0],
         lambda: model.potentials(empty)[0],
     )
-    for call in (
-        *(inference if shape[0] else ()),
+    over_sentences = (
         lambda: model.log_likelihood(empty, tags),
         lambda: model.objective(empty, tags, None, 0.1),
+    )
+    for call in (
+        *(inference + over_sentences if shape[0] else ()),
         lambda: model.fit(empty, tags),
     ):
         with pytest.raises(ValueError, match=message):
@@ -256,6 +259,8 @@ def test_an_empty_features_tensor_is_named_at_every_entry(shape):
     if not shape[0]:
         for call in inference:
             assert call().shape[:2] == shape[:2]
+        assert model.log_likelihood(empty, tags).shape == (0,)
+        assert torch.equal(model.objective(empty, tags, None, 0.1), 0.1 * model.l2_penalty())
 
 
 def test_feature_ids_in_padding_do_not_matter(one_thread):

@@ -356,32 +356,50 @@ def test_nothing_moved_is_returned_as_given() -> None:
 
 
 def test_no_time_steps_keep_no_row() -> None:
-    """T = 0 had raised an IndexError; no token is kept, so no row is, as for B = 0."""
-    for tags in (None, torch.zeros(2, 0, dtype=torch.long)):
-        aligned = left_align(torch.zeros(2, 0, 3), tags)
-        assert aligned.emissions.shape == (0, 0, 3) and aligned.rows.tolist() == []
-        assert aligned.restore(torch.zeros(0, 0)).shape == (2, 0)
+    """T = 0 had raised an IndexError; no token is kept, so no row is, as for B = 0. The
+    aligned batch is one step wide (a chain needs T >= 1: [0, 0, K] had been refused by
+    every chain call), and restore gives its results back T = 0 wide."""
+    for batch in (2, 0):
+        for tags in (None, torch.zeros(batch, 0, dtype=torch.long)):
+            aligned = left_align(torch.zeros(batch, 0, 3), tags)
+            assert aligned.emissions.shape == (0, 1, 3) and aligned.rows.tolist() == []
+            assert aligned.mask.shape == aligned.positions.shape == (0, 1)
+            assert tags is None or aligned.tags.shape == (0, 1)
+            assert (aligned.batch_size, aligned.length) == (batch, 0)
+            assert aligned.restore(torch.zeros(0, 1)).shape == (batch, 0)
+            assert aligned.restore(torch.zeros(2, 0, 1), dim=1).shape == (2, batch, 0)
 
 
 def test_a_batch_of_empty_rows_goes_through_the_documented_flow_in_a_loop() -> None:
     """A batch whose every row is padding aligns to B' = 0, and the next call had failed
     with "emissions needs B >= 1": the loop left_align -> call -> restore broke at it.
     Every inference call takes no sentences and returns empty results, which restore
-    fills; a fit, which has nothing to fit, still refuses them."""
+    fills; a fit, which has nothing to fit, still refuses them. A batch of T = 0 (every
+    sentence empty) had aligned to [0, 0, K], which every chain call refused ("emissions
+    needs T >= 1"): it aligns one step wide, and restore gives back [B, 0, ...]. The
+    per-sentence likelihoods of the taggers (a dev loss) are empty too: the CRFs' had
+    refused B' = 0 ("words must be [B, T] with B, T >= 1")."""
     from calib_metrics.models import linear_chain
     from calib_metrics.models.crf import CRFTagger
 
     emissions, tags = _sub_word_batch()
     words = torch.randint(1, 9, (6, 7), generator=_gen())
     hmm, crf = HMM(3, 9).fit(*left_align(words, tags)[:3]), FeatureCRF(3, 9)
+    tagger = CRFTagger(3, 9)
     dev = left_align(emissions, tags)
     fitted = ChainTemperature().fit(*_chain(dev.emissions), dev.tags, mask=dev.mask)
-    for batch_tags in (tags, torch.full_like(tags, PAD)):  # a batch with rows, then none
-        aligned = left_align(emissions, batch_tags)
+    batches = (  # a batch with rows, one of padding rows alone, one of no time steps
+        (emissions, words, tags),
+        (emissions, words, torch.full_like(tags, PAD)),
+        (emissions[:, :0], words[:, :0], tags[:, :0]),
+    )
+    for batch_emissions, batch_words, batch_tags in batches:
+        batch, length = batch_tags.shape
+        aligned = left_align(batch_emissions, batch_tags)
         empty = aligned.rows.numel() == 0
         chain = (*_chain(aligned.emissions), aligned.mask)
-        aligned_words = left_align(words, batch_tags).emissions
-        aligned_features = left_align(words[..., None], batch_tags).emissions
+        aligned_words = left_align(batch_words, batch_tags).emissions
+        aligned_features = left_align(batch_words[..., None], batch_tags).emissions
         per_token = {
             "posterior_marginals": posterior_marginals(*chain).unigram,
             "forward_backward": linear_chain.forward_backward(*chain).log_alpha.exp(),
@@ -393,7 +411,7 @@ def test_a_batch_of_empty_rows_goes_through_the_documented_flow_in_a_loop() -> N
         }
         for name, values in per_token.items():
             back = aligned.restore(values, fill=-1)
-            assert back.shape == (6, 7, 3), name
+            assert back.shape == (batch, length, 3), name
             assert bool((back[batch_tags == PAD] == -1).all()), name
             assert empty or bool((back[batch_tags != PAD] != -1).all()), name
         draws = {
@@ -402,17 +420,35 @@ def test_a_batch_of_empty_rows_goes_through_the_documented_flow_in_a_loop() -> N
             "hmm.sample": hmm.sample(aligned_words, aligned.mask, n_samples=2),
         }
         for name, draw in draws.items():
-            assert aligned.restore(draw, fill=PAD, dim=1).shape == (2, 6, 7), name
+            assert aligned.restore(draw, fill=PAD, dim=1).shape == (2, batch, length), name
         best = aligned.restore(linear_chain.viterbi(*chain)[1], fill=PAD)
         assert torch.equal(best == PAD, batch_tags == PAD)
-        log_z = linear_chain.log_partition(*chain)
-        scores = sequence_score(*chain[:4], aligned.tags, aligned.mask)
-        assert log_z.shape == scores.shape == aligned.rows.shape
-    # B' = 0 here: a fit has nothing to fit, and says so.
-    with pytest.raises(ValueError, match="B, T >= 1"):
-        fitted.fit(*chain[:4], aligned.tags, mask=aligned.mask)
-    with pytest.raises(ValueError, match="B, T >= 1"):
-        CRFTagger(3, 9).fit(aligned_words, aligned.tags, aligned.mask)
+        gold = aligned.tags.clamp(min=0)  # padding -100 is read as no tag by the taggers
+        per_sentence = {
+            "log_partition": linear_chain.log_partition(*chain),
+            "sequence_score": sequence_score(*chain[:4], aligned.tags, aligned.mask),
+            "hmm.log_likelihood": hmm.log_likelihood(aligned_words, aligned.mask),
+            "crf.log_likelihood": tagger.log_likelihood(aligned_words, gold, aligned.mask),
+            "crf.negative_log_likelihood": tagger.negative_log_likelihood(
+                aligned_words, gold, aligned.mask
+            ),
+            "feature_crf.log_likelihood": crf.log_likelihood(aligned_features, gold, aligned.mask),
+        }
+        for name, values in per_sentence.items():
+            assert values.shape == aligned.rows.shape, name
+            assert empty or bool(values.isfinite().all()), name
+        # B' = 0: a fit has nothing to fit, nor a mean over the tokens any to average,
+        # and each says so.
+        refused = (  # each (call, its arguments)
+            (fitted.fit, (*chain[:4], gold, aligned.mask)),
+            (fitted.nll, (*chain[:4], gold, aligned.mask)),
+            (HMM(3, 9).fit, (aligned_words, gold, aligned.mask)),
+            (CRFTagger(3, 9).fit, (aligned_words, gold, aligned.mask)),
+            (FeatureCRF(3, 9).fit, (aligned_features, gold, aligned.mask)),
+        )
+        for call, arguments in refused if empty else ():
+            with pytest.raises(ValueError, match=r"B, T(, F)? >= 1"):
+                call(*arguments)
 
 
 @pytest.mark.parametrize(

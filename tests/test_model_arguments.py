@@ -85,17 +85,26 @@ def test_ranker_fit_options(options, message) -> None:
 
 @pytest.mark.parametrize("shape", [(2, 0), (0, 2)])
 def test_taggers_refuse_an_empty_batch(shape) -> None:
+    """T = 0 is refused everywhere, B = 0 by the fits alone: it has nothing to fit, but
+    its per-sentence likelihoods are empty (the CRF's had refused it, and a dev loss over
+    left_align's batches broke at one of padding rows alone)."""
     empty = torch.zeros(shape, dtype=torch.long)
     fitted = HMM(3, 5).fit(WORDS, TAGS)
     before = fitted.log_start.clone()
-    for call in (
+    fits = (
         lambda: fitted.fit(empty, empty),
         lambda: CRFTagger(3, 5).fit(empty, empty, progress=False),
+    )
+    likelihoods = (
+        lambda: fitted.log_likelihood(empty),
         lambda: CRFTagger(3, 5).log_likelihood(empty, empty),
         lambda: CRFTagger(3, 5).negative_log_likelihood(empty, empty),
-    ):
+    )
+    for call in (*fits, *(likelihoods if shape[1] == 0 else ())):
         with pytest.raises(ValueError, match=r"words must be \[B, T\] with B, T >= 1"):
             call()
+    for call in likelihoods if shape[0] == 0 else ():
+        assert call().shape == (0,)
     assert torch.equal(fitted.log_start, before)  # the fitted HMM is untouched
 
 

@@ -29,7 +29,8 @@ __all__ = ["LeftAligned", "left_align"]
 
 
 class LeftAligned(NamedTuple):
-    """A batch of :func:`left_align`: ``B'`` rows (those with a kept token) of ``T``.
+    """A batch of :func:`left_align`: ``B'`` rows (those with a kept token) of ``T``
+    (of one step when ``T = 0``: a chain needs a step, and ``B' = 0`` then).
 
     Attributes:
         emissions: ``[B', T, *]``, each row's kept tokens first, in order.
@@ -38,6 +39,8 @@ class LeftAligned(NamedTuple):
         rows: ``[B']`` the original row of each aligned row.
         positions: ``[B', T]`` the original position of each aligned token.
         batch_size: ``B``, the original number of rows.
+        length: the original number of positions, ``T`` (0 for a batch of empty rows,
+            which aligns to ``[0, 1, *]``): the width :meth:`restore` gives back.
     """
 
     emissions: Tensor
@@ -46,6 +49,7 @@ class LeftAligned(NamedTuple):
     rows: Tensor
     positions: Tensor
     batch_size: int
+    length: int
 
     def restore(self, values: Tensor, fill: float = 0, dim: int = 0) -> Tensor:
         """Per-token ``values`` of the aligned batch, ``[B', T, *]`` (``dim``: where ``B'``
@@ -86,6 +90,8 @@ class LeftAligned(NamedTuple):
         )
         restored = ahead.new_full((self.batch_size, *ahead.shape[1:]), fill)
         restored.index_copy_(0, self.rows.to(values.device), in_place)
+        # T = 0 was aligned one step wide, with no row: none of that step is put back.
+        restored = restored[:, : self.length]
         return restored.movedim((0, 1), (dim, dim + 1))
 
 
@@ -124,11 +130,14 @@ def left_align(
     per-token input (a tagger's words ``[B, T]``). Everything stays on the device of
     ``emissions``, in its dtype (the tags in theirs). When nothing moves (every row keeps a
     prefix of its tokens, its first one included), ``emissions`` and ``tags`` (on that
-    device) are returned as given, not copied; else they are indexed once. With ``T = 0``,
-    no row keeps a token (``B' = 0``). A batch whose every row is padding gives ``B' = 0``
-    too, which the chain functions and the inference of ``ChainTemperature`` and the
-    taggers take (empty results, which :meth:`LeftAligned.restore` fills with ``fill``), so
-    a loop over batches runs through it; a fit refuses it, having nothing to fit.
+    device) are returned as given, not copied; else they are indexed once. A batch whose
+    every row is padding gives ``B' = 0``, which the chain functions and the inference of
+    ``ChainTemperature`` and the taggers take (empty results, which
+    :meth:`LeftAligned.restore` fills with ``fill``), so a loop over batches runs through
+    it; a fit refuses it, having nothing to fit. A batch of ``T = 0`` (every row empty)
+    goes the same way: no row keeps a token, and the aligned batch is one step wide
+    (``[0, 1, *]``, as a chain needs ``T >= 1``), whose results ``restore`` gives back
+    as ``[B, 0, *]``.
 
     Host synchronisations: one, how many rows keep a token (the number of rows returned
     depends on it) and whether any token moves; two with an integer mask, whose values (0
@@ -150,13 +159,15 @@ def left_align(
     """
     keep, tags = _kept(emissions, tags, mask, ignore_index)
     batch, length = keep.shape
+    if length == 0:  # no token: an aligned batch of one step, which a chain takes
+        keep = keep.new_zeros(batch, 1)
     hole = (keep[:, 1:] & ~keep[:, :-1]).any()  # a token kept after one left out
     # The host synchronisation: B' is data.
     kept_rows, moves = torch.stack([keep.any(1).sum(), hole.long()]).tolist()
-    if kept_rows == batch and not moves:  # every row a prefix, its first token kept
+    if kept_rows == batch and not moves and length:  # every row a prefix, its first kept
         rows = torch.arange(batch, device=keep.device)
         positions = torch.arange(length, device=keep.device).expand(batch, length)
-        return LeftAligned(emissions, tags, keep, rows, positions, batch)
+        return LeftAligned(emissions, tags, keep, rows, positions, batch, length)
     # The rows that keep a token, in order: a stable sort, whose length is known.
     rows = (~keep.any(1)).to(torch.uint8).argsort(stable=True)[:kept_rows]
     kept = keep[rows]
@@ -164,7 +175,7 @@ def left_align(
     moved = rows[:, None], positions
     moved_tags = None if tags is None else tags[moved]
     return LeftAligned(
-        emissions[moved], moved_tags, kept.gather(1, positions), rows, positions, batch
+        emissions[moved], moved_tags, kept.gather(1, positions), rows, positions, batch, length
     )
 
 

@@ -40,16 +40,18 @@ def check_words(
     vocab_size: int,
     tags: Tensor | None = None,
     num_tags: int | None = None,
+    *,
+    fitting: bool = False,
 ) -> CheckedBatch:
     """Validate a padded batch of word indices (and gold tags) of any integer dtype.
 
-    Given ``num_tags``, gold ``tags`` are required (a likelihood or a fit), and so is a
-    sentence; without it they are not read, and a batch of no sentences (``B = 0``, what
+    Given ``num_tags``, gold ``tags`` are required (a likelihood or a fit); without it
+    they are not read. A batch of no sentences (``B = 0``, what
     :func:`~calib_metrics.models.left_align` keeps of rows that are all padding) passes,
-    for empty results. Word and tag values in padding (where ``mask`` is False) may be
-    anything, an ignore index say. The value checks are reduced on the device and read
-    back together: one host synchronisation, made once at a tagger's public entry, never
-    inside a training loop.
+    for empty per-sentence results, unless ``fitting``: a fit has nothing to fit. Word and
+    tag values in padding (where ``mask`` is False) may be anything, an ignore index say.
+    The value checks are reduced on the device and read back together: one host
+    synchronisation, made once at a tagger's public entry, never inside a training loop.
 
     Example:
         >>> batch = check_words(torch.tensor([[1, 2], [3, 0]], dtype=torch.uint8), None, 4)
@@ -66,8 +68,8 @@ def check_words(
     check_not_meta(words, "words")
     words = as_indices(words, "words")
     # T = 0 as linear_chain refuses it; B = 0 (no sentences, left_align's of empty rows)
-    # gives empty results at inference, but there is nothing to fit or score.
-    if words.shape[1] == 0 or (words.shape[0] == 0 and num_tags is not None):
+    # gives empty results at inference and empty likelihoods, but nothing to fit.
+    if words.shape[1] == 0 or (words.shape[0] == 0 and fitting):
         raise ValueError(
             f"words must be [B, T] with B, T >= 1 (a sentence of a token at least), "
             f"got shape {tuple(words.shape)}"

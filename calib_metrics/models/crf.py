@@ -86,7 +86,10 @@ class CRFTagger(LBFGSFit, ChainTagger):
         return emissions, crf.transitions, crf.start_transitions, crf.end_transitions
 
     def log_likelihood(self, words: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
+        """``log P(tags | words)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``
+        (empty for a batch of no sentences, ``B = 0``: a dev loss over
+        :func:`~calib_metrics.models.left_align`'s batches runs through one of padding
+        rows alone)."""
         self._check_materialised()
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
         # pytorch-crf indexes every position's tag: padding may hold an ignore index.
@@ -101,7 +104,7 @@ class CRFTagger(LBFGSFit, ChainTagger):
 
         Equal to ``-log_likelihood`` (a test holds them together) but several times
         faster: a ``[B, K] @ [K, K]`` product per step instead of a ``[B, K, K]``
-        log-sum-exp. Differentiable.
+        log-sum-exp. Differentiable. Empty for a batch of no sentences (``B = 0``).
         """
         self._check_materialised()
         words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
@@ -142,7 +145,8 @@ class CRFTagger(LBFGSFit, ChainTagger):
         L-BFGS evaluation is one exact full-batch objective and gradient. Training
         runs in ``dtype`` (the module is cast back to its dtype afterwards).
 
-        The batch is checked once, here. An objective evaluation then makes one host
+        The batch is checked once, here; one of no sentences (``B = 0``) is refused, there
+        being nothing to fit. An objective evaluation then makes one host
         synchronisation of its own, whatever the number of chunks: the forward-backward
         passes' precision checks, collected on the device and read together (if any
         failed, the evaluation is redone on the exact log-space path). ``progress=True``
@@ -166,7 +170,9 @@ class CRFTagger(LBFGSFit, ChainTagger):
             ``self``, with :attr:`fit_info` set.
         """
         self._check_materialised()
-        words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
+        words, mask, tags = check_words(
+            words, mask, self.vocab_size, tags, self.num_tags, fitting=True
+        )
         self.fit_info = self._fit_lbfgs(
             words,
             tags,

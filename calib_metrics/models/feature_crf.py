@@ -42,12 +42,14 @@ def check_features(
     num_features: int,
     tags: Tensor | None = None,
     num_tags: int | None = None,
+    *,
+    fitting: bool = False,
 ) -> CheckedBatch:
     """Validate a padded batch of feature-id bags ``[B, T, F]`` (and gold tags), as
     :func:`~calib_metrics.models.chain_tagger.check_words` does a batch of words: ids of
     any integer dtype, checked only where ``mask`` is True (padding may hold anything, and
-    comes back as id 0, which has no weight), ``tags`` required given ``num_tags``; one
-    host synchronisation for the value checks.
+    comes back as id 0, which has no weight), ``tags`` required given ``num_tags``, a
+    sentence at least when ``fitting``; one host synchronisation for the value checks.
 
     Example:
         >>> batch = check_features(torch.tensor([[[3, 0], [-100, -100]]]), None, 8)
@@ -65,10 +67,10 @@ def check_features(
     check_not_meta(features, "features")
     features = as_indices(features, "features")
     batch, length, slots = features.shape
-    if length == 0 or slots == 0 or (batch == 0 and num_tags is not None):
-        # As linear_chain refuses T = 0, and check_words B = 0 where gold tags are read
-        # (a batch of no sentences gives empty results at inference), in the words of
-        # this argument; F = 0 had failed inside EmbeddingBag's reshape.
+    if length == 0 or slots == 0 or (batch == 0 and fitting):
+        # As linear_chain refuses T = 0, and check_words B = 0 in a fit (a batch of no
+        # sentences gives empty results at inference and empty likelihoods), in the words
+        # of this argument; F = 0 had failed inside EmbeddingBag's reshape.
         raise ValueError(
             "features must be [B, T, F] with B, T, F >= 1 (a sentence of a token at least, "
             f"a feature slot per token: pad a bag with id 0), got shape {tuple(features.shape)}"
@@ -156,7 +158,10 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         return mask, (emissions, crf.transitions, crf.start_transitions, crf.end_transitions)
 
     def log_likelihood(self, features: Tensor, tags: Tensor, mask: Tensor | None = None) -> Tensor:
-        """``log P(tags | x)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``."""
+        """``log P(tags | x)`` per sentence, ``[B]``, by pytorch-crf's ``CRF.forward``
+        (empty for a batch of no sentences, ``B = 0``: a dev loss over
+        :func:`~calib_metrics.models.left_align`'s batches runs through one of padding
+        rows alone)."""
         features, mask, tags = self._check_batch(features, tags, mask)
         # pytorch-crf indexes every position's tag: padding may hold an ignore index.
         tags = tags.masked_fill(~mask, 0)
@@ -174,7 +179,8 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         return log_z - linear_chain.sequence_score(*args, tags, mask, validate_args=False)
 
     def objective(self, features: Tensor, tags: Tensor, mask: Tensor | None, c2: float) -> Tensor:
-        """CRFsuite's training objective ``sum_n NLL_n + c2 * ||w||^2`` (differentiable)."""
+        """CRFsuite's training objective ``sum_n NLL_n + c2 * ||w||^2`` (differentiable; a
+        batch of no sentences, ``B = 0``, sums to the penalty alone)."""
         check_c2(c2)  # as fit does: a negative c2 rewards large weights
         features, mask, tags = self._check_batch(features, tags, mask)
         return self._nll(features, tags, mask).sum() + c2 * self.l2_penalty()
@@ -195,6 +201,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
     ) -> FeatureCRF:
         """Minimise ``sum_n NLL_n + c2 * ||w||^2`` full-batch with L-BFGS (strong Wolfe).
 
+        A batch of no sentences (``B = 0``) is refused: there is nothing to fit.
         Sentences are processed in length-sorted chunks of at most ``max_tokens``
         padded positions; gradients accumulate over chunks, so every evaluation is the
         exact full-batch objective. Training runs in ``dtype`` and the module is cast
@@ -214,7 +221,7 @@ class FeatureCRF(LBFGSFit, ChainTagger):
             max_tokens: padded positions per chunk.
             dtype: training dtype (float64 recommended).
         """
-        features, mask, tags = self._check_batch(features, tags, mask)
+        features, mask, tags = self._check_batch(features, tags, mask, fitting=True)
         self.fit_info = self._fit_lbfgs(
             features,
             tags,
@@ -230,8 +237,11 @@ class FeatureCRF(LBFGSFit, ChainTagger):
         return self
 
     def _check_batch(
-        self, features: Tensor, tags: Tensor | None, mask: Tensor | None
+        self, features: Tensor, tags: Tensor | None, mask: Tensor | None, fitting: bool = False
     ) -> CheckedBatch:
-        """``(features, mask, tags)``: ids as int64, the mask as bool, tags required."""
+        """``(features, mask, tags)``: ids as int64, the mask as bool, tags required (and a
+        sentence, when ``fitting``)."""
         self._check_materialised()
-        return check_features(features, mask, self.num_features, tags, self.num_tags)
+        return check_features(
+            features, mask, self.num_features, tags, self.num_tags, fitting=fitting
+        )

@@ -88,9 +88,12 @@ class HMM(ChainTagger):
 
         One pass of counting over all sentences at once (``bincount`` on flat indices),
         on the inputs' device; the parameters stay on the model's device (a model on the
-        meta device, which holds no values yet, gets them on the inputs'). Returns ``self``.
+        meta device, which holds no values yet, gets them on the inputs'). A batch of no
+        sentences (``B = 0``) is refused: there is nothing to count. Returns ``self``.
         """
-        words, mask, tags = check_words(words, mask, self.vocab_size, tags, self.num_tags)
+        words, mask, tags = check_words(
+            words, mask, self.vocab_size, tags, self.num_tags, fitting=True
+        )
         k, v = self.num_tags, self.vocab_size
         gold = tags[mask]
         # Counts and their ratios in the widest float, cast to the model's dtype at the
@@ -145,7 +148,8 @@ class HMM(ChainTagger):
         return emissions, self.log_transitions, self.log_start, self.log_end
 
     def log_likelihood(self, words: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Marginal log likelihood ``log P(x)`` of each sentence, ``[B]``."""
+        """Marginal log likelihood ``log P(x)`` of each sentence, ``[B]`` (empty for a batch
+        of no sentences, ``B = 0``)."""
         self._check_materialised()
         words, mask, _ = check_words(words, mask, self.vocab_size)
         emissions, trans, start, end = self._potentials(words, mask)

@@ -374,7 +374,8 @@ class ChainTemperature(SettingsInState, FittedModule):
         return linear_chain.sample(*scaled, mask, n_samples=n_samples, generator=generator)
 
     def nll(self, emissions, transitions, start, end, tags, mask=None) -> float:
-        """Mean per-token negative log-likelihood of ``tags`` under the recalibrated chain."""
+        """Mean per-token negative log-likelihood of ``tags`` under the recalibrated chain.
+        A batch of no sentences (``B = 0``) is refused: it has no token to average over."""
         self.check_fitted()
         given = mask is not None
         mask = _check_potentials(emissions, transitions, start, end, mask, gold=True)
@@ -415,7 +416,8 @@ class ChainTemperature(SettingsInState, FittedModule):
         tags: Tensor,
         mask: Tensor | None = None,
     ) -> ChainTemperature:
-        """Fit on dev potentials ``[B, T, K]``, ``[K, K]``, ``[K]``, ``[K]`` and gold ``tags``."""
+        """Fit on dev potentials ``[B, T, K]``, ``[K, K]``, ``[K]``, ``[K]`` and gold ``tags``
+        (a batch of no sentences, ``B = 0``, is refused: there is nothing to fit)."""
         given = mask is not None
         mask = _check_potentials(emissions, transitions, start, end, mask, gold=True)
         tags = _check_tags(tags, mask, emissions.shape[-1], given)
