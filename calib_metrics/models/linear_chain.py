@@ -26,12 +26,13 @@ exactly, to stay on the fast path. So is a call where a tag that forbidden
 transitions keep apart falls hundreds of nats behind over several steps and is
 needed again later: the forward vectors underflow without any step showing it,
 and the backward pass's check, which :func:`log_partition` and :func:`sample` run
-as well, catches it. The log-space path takes about ten times as long but no more
-memory: its pairwise marginals, and the transitions gradient of :func:`log_partition`,
-are built a block of steps at a time, never as a ``[B, T-1, K, K]`` log tensor (log Z
-and its gradient at B = 256, T = 512, K = 64 peak at 0.64 GB, as with -inf; the
-gradient had taken 13 GB). Float32 inputs of length 2000 and score
-scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
+as well, catches it. The log-space path takes several times to tens of times as long,
+the longer the more tags (on one CPU thread, about 4 to 10 times at K = 8 to 16, 10 to 50
+times at K = 32 to 64), but no more memory: its pairwise marginals, and the transitions
+gradient of :func:`log_partition`, are built a block of steps at a time, never as a
+``[B, T-1, K, K]`` log tensor (log Z and its gradient at B = 256, T = 512, K = 64 peak
+at 0.64 GB, as with -inf; the gradient had taken 13 GB). Float32 inputs of length 2000
+and score scale 30 give marginals within 1e-6 of the float64 answer. ``log_partition``
 is differentiable, with the marginals (expected counts) as its exact gradient.
 Results come back in the dtype of ``emissions`` on its device: from float16 inputs a log
 normaliser or Viterbi score beyond float16's 65,504 (a long sentence of large scores)
