@@ -81,6 +81,8 @@ def _option_took_the_file(given: list[str], message: str) -> str:
 
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    from calib_metrics.functional.intervals import NORMAL_ENDS
+
     p = sub.add_parser(
         "evaluate",
         help="calibration of a file of (probability, label) pairs",
@@ -125,8 +127,8 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "--method",
         choices=["normal", "percentile"],
         default="normal",
-        help="the interval's ends: error ∓ z·std of the draws, or their percentiles "
-        "(default: normal)",
+        help=f"the interval's ends. normal: {NORMAL_ENDS}. percentile: the draws' "
+        "percentiles (default: normal)",
     )
     p.add_argument(
         "--debias",

@@ -207,7 +207,14 @@ class CalibrationError(_StatesKeepTheirDtype):
             keep them in the hundreds or more: the ends are Monte Carlo estimates, and a
             handful of draws can leave out the estimate itself (no warning is given).
         confidence: coverage of the interval.
-        method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
+        method: ``"normal"`` (the default) or ``"percentile"`` (the draws'
+            percentiles). The normal form's ends
+            (:data:`~calib_metrics.functional.intervals.NORMAL_ENDS`): for Algorithm 2
+            (interval paper), the draws' mean ∓ z·std; for the plug-in bootstrap (no
+            debias), the error ∓ z·std of the draws; for the debiased bootstrap,
+            √(m ∓ z·s), m and s the mean and std of the draws' recentred squares, not
+            the reported mean and std of their roots (the upper end widened by −D where
+            the debiased square D is negative); ends clipped at 0.
         debias: subtract each bin's sampling noise from its squared gap (default True;
             l2 only: l1 and max fall back to the plug-in).
         interval: None (default): ``"pairs"``, or ``"groups"`` when ``update`` is given

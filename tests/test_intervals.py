@@ -465,3 +465,85 @@ def test_the_few_pairs_warning_names_the_callers_line(mode) -> None:
         calibration_error_ci(probs, torch.tensor([0, 1, 2]), mode=mode)  # 9 pairs, 3 a class
     said = [w for w in caught if "at least 10 are needed" in str(w.message)]
     assert said and all(w.filename == __file__ for w in said)
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _method_help() -> str:
+    """``calib-metrics evaluate --help``'s text for ``--method``, as one line."""
+    from calib_metrics.cli import build_parser
+
+    evaluate = next(
+        a for a in build_parser(paper=False)._actions if isinstance(a, argparse._SubParsersAction)
+    ).choices["evaluate"]
+    action = next(a for a in evaluate._actions if "--method" in a.option_strings)
+    return _words(evaluate._get_formatter()._expand_help(action))
+
+
+def test_every_description_of_the_normal_ends_is_the_shared_one():
+    """The help had said "error ∓ z·std of the draws" and the docstrings "mean ∓ z·std":
+    each true of one estimator only (the plug-in bootstrap's, Algorithm 2's), neither of
+    the default debiased bootstrap's. Every description now says the one wording."""
+    wording = _words(intervals.NORMAL_ENDS)
+    assert wording in _method_help()
+    assert wording in _words(calibration_error_ci.__doc__)
+    assert wording in _words(CalibrationError.__doc__)
+    assert wording in _words((ROOT / "README.md").read_text())
+    for wrong in ("mean ∓ z·std, the paper's", "error ∓ z·std of the draws, or"):
+        assert wrong not in _method_help() + calibration_error_ci.__doc__
+        assert wrong not in CalibrationError.__doc__
+
+
+def test_the_normal_ends_are_what_the_shared_wording_says():
+    """Each of the wording's three recipes rebuilds the ends it describes: from the result's
+    mean and std (Algorithm 2), its error and std (the plug-in bootstrap), and from the
+    mean m and std s of the recentred squares (the debiased bootstrap), where the result's
+    own mean and std do not give them."""
+    z = intervals.normal_quantile(0.95)
+    q, y = sample_pairs(4000, 0.3, 0.3, 0.05, generator=_gen(3))
+    bins = compute_bins(q, y, bin_size=100)
+    options = {"n_samples": 2000, "method": "normal"}
+
+    paper = ci_from_bins(bins, interval="paper", debias=False, generator=_gen(1), **options)
+    assert paper.lower.item() == pytest.approx(max(0.0, paper.mean - z * paper.std), abs=1e-12)
+    assert paper.upper.item() == pytest.approx(paper.mean + z * paper.std, abs=1e-12)
+    # (the draws lie above the plug-in: the error ∓ z·std would be another interval)
+    assert abs(paper.upper - (paper.error + z * paper.std)) > 1e-3
+
+    plugin = ci_from_bins(bins, interval="pairs", debias=False, generator=_gen(1), **options)
+    assert plugin.lower.item() == pytest.approx(max(0.0, plugin.error - z * plugin.std), abs=1e-12)
+    assert plugin.upper.item() == pytest.approx(plugin.error + z * plugin.std, abs=1e-12)
+    assert abs(plugin.upper - (plugin.mean + z * plugin.std)) > 1e-3
+
+    debiased = ci_from_bins(bins, interval="pairs", debias=True, generator=_gen(1), **options)
+    draws = intervals.draw_statistics(
+        bins, intervals.pair_draws(bins, 2000, _gen(1)), debias=True, world="shrunk"
+    )
+    m, s = draws.values.mean(), draws.values.std()
+    assert draws.square > 0  # (no widening by −D here)
+    assert debiased.lower.item() == pytest.approx(math.sqrt(max(0.0, m - z * s)), abs=1e-12)
+    assert debiased.upper.item() == pytest.approx(math.sqrt(m + z * s), abs=1e-12)
+    # The result's mean and std are of the roots: neither form rebuilds these ends.
+    for centre in (debiased.error, debiased.mean):
+        assert abs(debiased.lower - (centre - z * debiased.std)) > 1e-4
+        assert abs(debiased.upper - (centre + z * debiased.std)) > 1e-4
+
+
+def test_the_json_rebuilds_the_normal_ends_as_the_readme_says(tmp_path, capsys):
+    """README, "Trustworthy intervals": ``--interval paper``'s ends from the JSON's mean and
+    std, ``--no-debias``'s bootstrap ends from its calib_err and std."""
+    z = intervals.normal_quantile(0.95)
+    q, y = sample_pairs(3000, 0.3, 0.3, 0.05, generator=_gen(5))
+    file = tmp_path / "preds.csv"
+    file.write_text("prob,label\n" + "".join(f"{a},{int(b)}\n" for a, b in zip(q, y)))
+    base = ["evaluate", str(file), "--json", "--samples", "500"]
+    for options, centre in (
+        (["--paper", "--bin-size", "100"], "mean"),
+        (["--no-debias"], "calib_err"),
+    ):
+        assert main([*base, *options]) == 0
+        d = json.loads(capsys.readouterr().out)
+        assert d["lower"] == pytest.approx(max(0.0, d[centre] - z * d["std"]), abs=1e-12)
+        assert d["upper"] == pytest.approx(d[centre] + z * d["std"], abs=1e-12)

@@ -406,7 +406,14 @@ def calibration_error_ci(
             itself (no warning is given).
         confidence: coverage of the interval (0.95 gives the paper's ±1.96·std).
         generator: source of randomness (on the input's device) for reproducible draws.
-        method: ``"normal"`` (mean ∓ z·std, the paper's) or ``"percentile"``.
+        method: ``"normal"`` (the default) or ``"percentile"`` (the draws'
+            percentiles). The normal form's ends
+            (:data:`~calib_metrics.functional.intervals.NORMAL_ENDS`): for Algorithm 2
+            (interval paper), the draws' mean ∓ z·std; for the plug-in bootstrap (no
+            debias), the error ∓ z·std of the draws; for the debiased bootstrap,
+            √(m ∓ z·s), m and s the mean and std of the draws' recentred squares, not
+            the reported mean and std of their roots (the upper end widened by −D where
+            the debiased square D is negative); ends clipped at 0.
         binning, n_bins, norm, debias: as in :func:`calibration_error`.
         interval: None (default): ``"pairs"``, or ``"groups"`` when ``groups`` is given;
             ``"paper"`` (Algorithm 2: per-bin frequencies redrawn from normals),

@@ -121,9 +121,22 @@ MIN_UNITS = 10
 #: interval is summarised (8 bytes a draw, several times that in the summary's
 #: temporaries), so a typo's 10¹² draws could only run out of time or memory.
 MAX_DRAWS = 10**7
+#: What the normal form's ends (``method="normal"``) are, in the words of every
+#: description of them (the command's ``--method`` help, :func:`calibration_error_ci`'s
+#: and the metric's docstrings, the README); :func:`interval_of_draws` computes them. The
+#: debiased bootstrap's m and s are not the result's ``mean`` and ``std`` (those are of
+#: the draws' roots), so its ends cannot be rebuilt from them.
+NORMAL_ENDS = (
+    "for Algorithm 2 (interval paper), the draws' mean ∓ z·std; for the plug-in "
+    "bootstrap (no debias), the error ∓ z·std of the draws; for the debiased bootstrap, "
+    "√(m ∓ z·s), m and s the mean and std of the draws' recentred squares, not the "
+    "reported mean and std of their roots (the upper end widened by −D where the "
+    "debiased square D is negative); ends clipped at 0"
+)
 
 __all__ = [
     "MAX_DRAWS",
+    "NORMAL_ENDS",
     "CalibrationResult",
     "Draws",
     "bin_errors",
@@ -1151,7 +1164,8 @@ def interval_of_draws(
     """(error, mean, std, lower, upper) of :func:`draw_statistics`' draws.
 
     Normal form: centre ∓ z·std of the values (the centre is their mean, or the data's
-    plug-in error for the plug-in bootstraps); percentile form: their quantiles.
+    plug-in error for the plug-in bootstraps; :data:`NORMAL_ENDS` says it per estimator);
+    percentile form: their quantiles.
     Ends are clipped at 0; squared values (the debiased bootstrap) are square-rooted.
     A draw that gave every unit weight 0 is empty (NaN): it is left out, i.e. the
     bootstrap is conditioned on a non-empty draw (only likely with a handful of groups).

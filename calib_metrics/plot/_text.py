@@ -247,7 +247,8 @@ def interval_label(
             the kind is not known (only the level is named).
         debias: whether the interval is built around the debiased estimate.
         method: the interval's form: ``"percentile"`` is named (a comparison's, or
-            ``method="percentile"``); ``"normal"`` (mean ∓ z·std, the paper's and
+            ``method="percentile"``); ``"normal"`` (centre ∓ z·std,
+            :data:`~calib_metrics.functional.intervals.NORMAL_ENDS`; the paper's and
             ``calibration_error_ci``'s default) and None (not known) are not.
 
     Example:
