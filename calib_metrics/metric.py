@@ -29,6 +29,7 @@ from calib_metrics.functional.errors import (
     NoPairsError,
     check_flag,
     check_not_meta,
+    check_tensors,
     said_once_for_all,
 )
 from calib_metrics.functional.intervals import (
@@ -626,8 +627,7 @@ class CalibrationError(_StatesKeepTheirDtype):
     def _update(self, probs: Tensor, target: Tensor, groups: Tensor | None) -> None:
         self._refuse_synced("update")
         self._refuse_stale()
-        if not isinstance(probs, Tensor) or not isinstance(target, Tensor):
-            raise ValueError("probs and target must be tensors")
+        check_tensors(probs=probs, target=target)  # dense, before any shape is read
         if not probs.is_floating_point():
             raise ValueError(f"probs must be a floating-point tensor, got {probs.dtype}")
         self._check_sketch_device(probs)

@@ -28,7 +28,7 @@ from calib_metrics.functional.binning import (
     supported_dtype,
 )
 from calib_metrics.functional.calibration import MAX_BIN_SIZE, MAX_UNIFORM_BINS
-from calib_metrics.functional.errors import check_not_meta, python_int_hint
+from calib_metrics.functional.errors import check_id_tensor, check_not_meta, python_int_hint
 from calib_metrics.functional.intervals import IntervalKind
 from calib_metrics.functional.multiclass import MODES, check_class_id_dtype
 
@@ -303,7 +303,8 @@ def _class_column_hint(columns: int) -> str:
 
 def _check_group_ids(ids: Tensor | None, target: Tensor, name: str) -> Tensor:
     """One integer id per item of ``target`` (its shape), detached: ``groups`` or ``labels``."""
-    if isinstance(ids, Tensor) and ids.shape != target.shape:
+    check_id_tensor(ids, name)  # a dense tensor, before its shape is read
+    if ids.shape != target.shape:
         raise ValueError(
             f"{name} must have the target's shape {tuple(target.shape)} (one id per "
             f"item), got {tuple(ids.shape)}"

@@ -29,7 +29,7 @@ from calib_metrics.functional.comparison_by_label import (
     LabelComparisonResult,
     compare_calibration_by_label,
 )
-from calib_metrics.functional.errors import NoPairsError, check_flag
+from calib_metrics.functional.errors import NoPairsError, check_flag, check_tensors
 from calib_metrics.functional.intervals import (
     IntervalKind,
     check_confidence,
@@ -239,8 +239,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
 
     def _update(self, probs_a, probs_b, target, groups, labels) -> None:
         self._refuse_synced("update")
-        if not all(isinstance(t, Tensor) for t in (probs_a, probs_b, target)):
-            raise ValueError("probs_a, probs_b and target must be tensors")
+        check_tensors(probs_a=probs_a, probs_b=probs_b, target=target)  # dense, before shapes
         if probs_a.shape != probs_b.shape:
             raise ValueError(
                 "the two models must score the same items: probs_a has shape "

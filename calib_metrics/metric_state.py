@@ -25,8 +25,8 @@ from torchmetrics.utilities.data import dim_zero_cat
 from torchmetrics.utilities.distributed import gather_all_tensors
 from torchmetrics.utilities.exceptions import TorchMetricsUserError
 
-from calib_metrics.functional.binning import SUPPORTED_DTYPES, is_id_dtype, non_dense_layout
-from calib_metrics.functional.errors import CountedWarning, stacklevel_outside
+from calib_metrics.functional.binning import SUPPORTED_DTYPES, is_id_dtype
+from calib_metrics.functional.errors import CountedWarning, non_dense_layout, stacklevel_outside
 from calib_metrics.functional.multiclass import one_hot_pairs_message, row_sum_message
 
 # dtypes a list state may hold, coded by position for the ranks to agree on one: update

@@ -1,9 +1,13 @@
 """Probabilities, targets and group ids that torch cannot compute with as given are
 refused by name at every public entry, as complex ones are: packed float4
 (``float4_e2m1fn_x2``, a 1-byte float that the "float8 → float32" rule had taken, then
-``NotImplementedError: "copy_kernel" not implemented``) and sparse tensors (``RuntimeError:
-reshape is not implemented for sparse tensors``). One shared check
-(``binning.supported_dtype``, with ``check_dense``) decides."""
+``NotImplementedError: "copy_kernel" not implemented``), sparse tensors (``RuntimeError:
+reshape is not implemented for sparse tensors``) and nested ones. One shared check
+(``binning.supported_dtype``, with ``errors.check_dense``) decides; for the layout it runs
+first, in ``errors.check_tensors`` and ``check_id_tensor`` (the recalibrators' own
+``check_tensor``), before any shape is read: a strided nested tensor had failed with
+torch's "NestedTensorImpl doesn't support sizes" in ``is_multiclass``, a jagged one as a
+shape mismatch that did not say "nested"."""
 
 from __future__ import annotations
 
@@ -12,14 +16,29 @@ import warnings
 import pytest
 import torch
 
-from calib_metrics import CalibrationError
+from calib_metrics import CalibrationComparison, CalibrationError
 from calib_metrics.functional import (
     adaptive_binning,
+    brier_decomposition,
     calibration_error,
     calibration_error_ci,
     compare_calibration,
+    compare_calibration_by_label,
     smooth_calibration_error,
+    smooth_reliability_curve,
+    spiegelhalter_test,
     uniform_binning,
+)
+from calib_metrics.recalibration import (
+    HistogramBinning,
+    IsotonicCalibration,
+    MatrixScaling,
+    PlattScaling,
+    ScalingBinning,
+    TemperatureScaling,
+    VectorScaling,
+    compare_before_after,
+    fit_binary,
 )
 
 G = torch.Generator().manual_seed(0)
@@ -127,3 +146,140 @@ def test_sparse_states_are_refused_by_name_and_nothing_is_lost(entry) -> None:
         else:
             metric.load_state_dict(state)
     assert torch.equal(metric.compute(), before)
+
+
+# --- Nested tensors, strided and jagged -----------------------------------------------
+
+LAYOUTS = {"strided": torch.strided, "jagged": torch.jagged}
+
+
+def _nested(t: torch.Tensor, layout: str) -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "prototype stage" warning
+        return torch.nested.nested_tensor([t[:10], t[10:]], layout=LAYOUTS[layout])
+
+
+def _compared(a, b, t, g=None, forward=False):
+    metric = CalibrationComparison(n_samples=20)
+    if forward:
+        return metric(a, b, t)
+    metric.update(a, b, t, *(() if g is None else (g,)))
+
+
+# Entries beyond ENTRIES': each a call of the inputs ``d`` and, per input given nested, the
+# name its error gives it.
+LOGITS = torch.randn(40, 3, generator=G) * 2
+CLASSES = torch.multinomial(torch.softmax(LOGITS, -1), 1, generator=G).squeeze(1)
+DENSE = {"probs": Q, "target": Y, "groups": IDS, "labels": IDS % 3, "rows": PROBS}
+DENSE |= {"classes": CLASSES, "logits": LOGITS, "scores": Q}
+PAIRS = {"probs": "probs", "target": "target"}
+MORE_ENTRIES = {
+    "brier_decomposition": (lambda d: brier_decomposition(d["probs"], d["target"]), PAIRS),
+    "spiegelhalter_test": (
+        lambda d: spiegelhalter_test(d["probs"], d["target"], groups=d.get("groups")),
+        PAIRS | {"groups": "groups"},
+    ),
+    "smooth_reliability_curve": (
+        lambda d: smooth_reliability_curve(d["probs"], d["target"], groups=d.get("groups")),
+        PAIRS | {"groups": "groups"},
+    ),
+    "compare_calibration_by_label": (
+        lambda d: compare_calibration_by_label(d["probs"], Q, d["target"], d["labels"]),
+        {"probs": "probs_a", "target": "target", "labels": "labels"},
+    ),
+    "CalibrationComparison.update": (
+        lambda d: _compared(d["probs"], Q, d["target"], d.get("groups")),
+        {"probs": "probs_a", "target": "target", "groups": "groups"},
+    ),
+    "CalibrationComparison.forward": (
+        lambda d: _compared(Q, d["probs"], d["target"], forward=True),
+        {"probs": "probs_b", "target": "target"},
+    ),
+    "CalibrationError(num_classes=3).update": (
+        lambda d: CalibrationError(num_classes=3).update(d["rows"], d["classes"]),
+        {"rows": "probs", "classes": "target"},
+    ),
+    "calibration_error, classwise": (
+        lambda d: calibration_error(d["rows"], d["classes"], mode="classwise"),
+        {"rows": "probs", "classes": "target"},
+    ),
+    "compare_before_after": (
+        lambda d: compare_before_after(Q, d["probs"], d["target"], d.get("groups")),
+        {"probs": "after", "target": "target", "groups": "groups"},
+    ),
+    "fit_binary": (lambda d: fit_binary("platt", d["probs"], d["target"]), PAIRS),
+}
+for _kind, _x in (
+    (TemperatureScaling, "logits"),
+    (VectorScaling, "logits"),
+    (MatrixScaling, "logits"),
+    (PlattScaling, "scores"),
+    (IsotonicCalibration, "scores"),
+    (HistogramBinning, "scores"),
+    (ScalingBinning, "scores"),
+):
+    _y = "classes" if _x == "logits" else "target"
+    MORE_ENTRIES[f"{_kind.__name__}.fit"] = (
+        lambda d, kind=_kind, x=_x, y=_y: kind().fit(d[x], d[y]),
+        {_x: "logits" if _kind is PlattScaling else _x, _y: "target"},
+    )
+    _fitted = _kind().fit(DENSE[_x], DENSE[_y])
+    MORE_ENTRIES[f"{_kind.__name__}.__call__"] = (
+        lambda d, fitted=_fitted, x=_x: fitted(d[x]),
+        {_x: "logits" if _kind is PlattScaling else _x},
+    )
+
+
+def _more_cases():
+    for entry, (_, names) in MORE_ENTRIES.items():
+        for argument in names:
+            yield entry, argument
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("entry, argument", list(_cases()))
+def test_a_nested_tensor_is_refused_by_name(entry, argument, layout) -> None:
+    given = {"probs": Q, "target": Y, "groups": IDS}
+    given[argument] = _nested(given[argument], layout)
+    name = "probs_a" if entry == "compare_calibration" and argument == "probs" else argument
+    with pytest.raises(ValueError, match=rf"^{name} is a nested tensor: pass a dense one"):
+        groups = given["groups"] if argument == "groups" else None
+        ENTRIES[entry](given["probs"], given["target"], groups)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("entry, argument", list(_more_cases()))
+def test_a_nested_tensor_is_refused_by_name_at_every_other_entry(entry, argument, layout):
+    call, names = MORE_ENTRIES[entry]
+    given = {name: DENSE[name] for name in ("probs", "target", "labels", "rows", "classes")}
+    given |= {"logits": LOGITS, "scores": Q, argument: _nested(DENSE[argument], layout)}
+    with pytest.raises(ValueError, match=rf"^{names[argument]} is a nested tensor: pass a dense"):
+        call(given)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(
+    "metric",
+    [
+        lambda: CalibrationError(n_samples=20),
+        lambda: CalibrationError(n_samples=20, streaming=True, resolution=64),
+        lambda: CalibrationComparison(n_samples=20),
+    ],
+    ids=["exact", "streaming", "comparison"],
+)
+def test_a_nested_batch_leaves_the_metric_as_it_was(metric, layout) -> None:
+    m = metric()
+    compared = isinstance(m, CalibrationComparison)
+    m.update(*((Q, Q.sqrt(), Y) if compared else (Q, Y)))
+    before = m.compute()
+    for bad in ((_nested(Q, layout), Y), (Q, _nested(Y, layout))):
+        batch = (bad[0], Q.sqrt(), bad[1]) if compared else bad
+        for call in (m.update, m.forward):
+            with pytest.raises(ValueError, match="is a nested tensor"):
+                call(*batch)
+    after = m.compute()
+    if compared:
+        assert torch.equal(after.difference, before.difference)
+        assert torch.equal(after.a.error, before.a.error)
+    else:
+        assert torch.equal(after, before)

@@ -48,10 +48,12 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import (
     NoPairsError,
+    check_dense,
     check_id_tensor,
     check_int,
     check_not_meta,
     check_tensors,
+    non_dense_layout,
 )
 from calib_metrics.functional.free_memory import host_available_bytes
 from calib_metrics.functional.ties import TieCuts, effective_counts, no_cuts, run_cuts
@@ -226,35 +228,6 @@ _FLOAT8_NAMES = (
     "float8_e8m0fnu",
 )
 _FLOAT8 = tuple(dtype for name in _FLOAT8_NAMES if (dtype := getattr(torch, name, None)))
-
-
-def check_dense(tensor: Tensor, name: str) -> None:
-    """Raise ValueError naming ``name`` unless ``tensor`` is a dense (strided) tensor: a
-    sparse or nested tensor fails deep inside (reshape, sort) with torch's own error.
-
-    Example:
-        >>> check_dense(torch.tensor([0.5]).to_sparse(), "probs")
-        Traceback (most recent call last):
-        ...
-        ValueError: probs is a sparse_coo tensor: pass a dense one (probs.to_dense())
-    """
-    layout = non_dense_layout(tensor)
-    if layout == "nested":
-        raise ValueError(f"{name} is a nested tensor: pass a dense one (one tensor of pairs)")
-    if layout is not None:
-        raise ValueError(f"{name} is a {layout} tensor: pass a dense one ({name}.to_dense())")
-
-
-def non_dense_layout(tensor: Tensor) -> str | None:
-    """``"nested"``, ``"sparse_coo"``, ``"sparse_csr"``, ...; None for a dense tensor.
-
-    Example:
-        >>> non_dense_layout(torch.tensor([0.5]).to_sparse()), non_dense_layout(torch.ones(1))
-        ('sparse_coo', None)
-    """
-    if tensor.is_nested:
-        return "nested"
-    return None if tensor.layout == torch.strided else str(tensor.layout).removeprefix("torch.")
 
 
 def supported_dtype(tensor: Tensor, name: str) -> Tensor:

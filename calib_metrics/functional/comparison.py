@@ -170,7 +170,7 @@ from calib_metrics.functional.calibration import (
     bins_and_index,
 )
 from calib_metrics.functional.clusters import grouped_effective_counts, with_samples
-from calib_metrics.functional.errors import check_generator, check_id_tensor
+from calib_metrics.functional.errors import check_generator, check_id_tensor, check_tensors
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     IntervalKind,
@@ -463,8 +463,7 @@ def _compare(
     check_generator(generator)
     _check_options(norm, binning, bin_size, n_bins)
     _check_interval_options(n_samples, confidence, "percentile", "pairs")
-    if not isinstance(probs_a, Tensor) or not isinstance(probs_b, Tensor):
-        raise ValueError("probs_a and probs_b must be tensors")
+    check_tensors(probs_a=probs_a, probs_b=probs_b)  # dense, before any shape is read
     if probs_a.shape != probs_b.shape:
         raise ValueError(
             "the two models must score the same items: probs_a has shape "

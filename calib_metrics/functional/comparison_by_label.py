@@ -79,6 +79,7 @@ from calib_metrics.functional.comparison import (
     single_pair_warning,
 )
 from calib_metrics.functional.errors import (
+    check_dense,
     check_generator,
     check_int,
     check_not_meta,
@@ -394,6 +395,7 @@ def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor 
     for name, value in named.items():
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+        check_dense(value, name)  # before any shape is read
         check_not_meta(value, name)  # before torch.unique, which meta tensors cannot run
     for name in ("labels", "groups"):
         value = named.get(name)

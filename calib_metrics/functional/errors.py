@@ -149,22 +149,33 @@ def check_generator(generator: object, device: torch.device | None = None) -> No
 
 
 def check_tensors(**items: object) -> None:
-    """Each of ``items`` (named as the step's output names them) is a tensor.
+    """Each of ``items`` (named as the step's output names them) is a dense tensor
+    (:func:`check_dense`). The first check of every public entry's inputs, before any
+    shape is read: a strided nested tensor has no ``.shape`` (torch's "NestedTensorImpl
+    doesn't support sizes"), and a jagged one's had been refused as a shape mismatch.
 
     Example:
         >>> check_tensors(logits=torch.zeros(2), target=[0, 1])
         Traceback (most recent call last):
         ...
         ValueError: logits and target must be tensors, got Tensor and list
+        >>> rows = [torch.rand(2), torch.rand(3)]
+        >>> check_tensors(probs=torch.nested.nested_tensor(rows, layout=torch.jagged))
+        Traceback (most recent call last):
+        ...
+        ValueError: probs is a nested tensor: pass a dense one (one tensor of pairs)
     """
     if not all(isinstance(value, torch.Tensor) for value in items.values()):
         types = " and ".join(type(value).__name__ for value in items.values())
         raise ValueError(f"{' and '.join(items)} must be tensors, got {types}")
+    for name, value in items.items():
+        check_dense(value, name)
 
 
 def check_id_tensor(ids: object, what: str = "groups") -> None:
-    """Refuse ids (named ``what``) that are not a tensor: a list had reached the
-    multiclass modes' shape check as an AttributeError on ``.numel``.
+    """Refuse ids (named ``what``) that are not a dense tensor (:func:`check_dense`): a
+    list had reached the multiclass modes' shape check as an AttributeError on
+    ``.numel``, a nested tensor as torch's error or a shape mismatch.
 
     Example:
         >>> check_id_tensor([0, 0, 1])
@@ -175,6 +186,36 @@ def check_id_tensor(ids: object, what: str = "groups") -> None:
     if not isinstance(ids, torch.Tensor):
         kind = what.removesuffix("s")
         raise ValueError(f"{what} must be a tensor of {kind} ids, got {type(ids).__name__}")
+    check_dense(ids, what)
+
+
+def check_dense(tensor: torch.Tensor, name: str) -> None:
+    """Raise ValueError naming ``name`` unless ``tensor`` is a dense (strided) tensor: a
+    sparse or nested tensor fails deep inside (reshape, sort) with torch's own error.
+
+    Example:
+        >>> check_dense(torch.tensor([0.5]).to_sparse(), "probs")
+        Traceback (most recent call last):
+        ...
+        ValueError: probs is a sparse_coo tensor: pass a dense one (probs.to_dense())
+    """
+    layout = non_dense_layout(tensor)
+    if layout == "nested":
+        raise ValueError(f"{name} is a nested tensor: pass a dense one (one tensor of pairs)")
+    if layout is not None:
+        raise ValueError(f"{name} is a {layout} tensor: pass a dense one ({name}.to_dense())")
+
+
+def non_dense_layout(tensor: torch.Tensor) -> str | None:
+    """``"nested"``, ``"sparse_coo"``, ``"sparse_csr"``, ...; None for a dense tensor.
+
+    Example:
+        >>> non_dense_layout(torch.tensor([0.5]).to_sparse()), non_dense_layout(torch.ones(1))
+        ('sparse_coo', None)
+    """
+    if tensor.is_nested:
+        return "nested"
+    return None if tensor.layout == torch.strided else str(tensor.layout).removeprefix("torch.")
 
 
 def check_not_meta(tensor: torch.Tensor, name: str) -> None:

@@ -38,7 +38,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.binning import _check_pairs, check_ids
-from calib_metrics.functional.errors import warn_at_caller
+from calib_metrics.functional.errors import check_tensors, warn_at_caller
 from calib_metrics.functional.intervals import MIN_UNITS
 from calib_metrics.functional.multiclass import (
     Mode,
@@ -172,6 +172,7 @@ def spiegelhalter_test(
     """
     if mode == "classwise":
         raise ValueError("mode='classwise' gives one test per class: pass one class's pairs")
+    check_tensors(probs=probs, target=target)  # dense, before resolve_groups reads shapes
     given = groups is not None
     groups = resolve_groups(probs, target, mode, groups)
     q, y, groups = pair_sets(probs, target, mode, groups)[0]

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
-from calib_metrics.functional.errors import check_not_meta, warn_at_caller
+from calib_metrics.functional.errors import check_dense, check_not_meta, warn_at_caller
 from calib_metrics.functional.multiclass import ROW_SUM_TOLERANCE
 from calib_metrics.models import linear_chain
 
@@ -68,8 +68,12 @@ def plain_copy(x: Tensor) -> Tensor:
 
 
 def check_tensor(x: object, name: str) -> Tensor:
+    """``x``, a dense tensor (:func:`~calib_metrics.functional.errors.check_dense`) with
+    values (not on the meta device): every recalibrator's first check of an input, before
+    its shape is read (a nested tensor's had failed in torch, or as a shape mismatch)."""
     if not isinstance(x, Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    check_dense(x, name)
     check_not_meta(x, name)
     return x
 

@@ -9,7 +9,7 @@ from torch import Tensor
 
 from calib_metrics.functional import compare_calibration
 from calib_metrics.functional.binning import check_probs
-from calib_metrics.functional.errors import check_generator
+from calib_metrics.functional.errors import check_dense, check_generator
 
 __all__ = ["compare_before_after"]
 
@@ -49,6 +49,7 @@ def compare_before_after(
     for name, value in (("before", before), ("after", after), ("target", target)):
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a tensor, got {type(value).__name__}")
+        check_dense(value, name)  # before any shape is read
     check_probs(before, "before")
     check_probs(after, "after")
     if before.shape != after.shape or before.shape != target.shape:
