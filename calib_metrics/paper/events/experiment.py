@@ -133,8 +133,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=tuple(FIGURE_INTERVALS),
         default="percentile",
         help="the band the figures shade: the percentile interval of the sampled counts "
-        "(default: what the samples say, never below 0) or the paper's normal m ∓ z·s "
-        "(drawn from 0)",
+        "(what the samples say, never below 0) or the paper's normal m ∓ z·s (drawn from 0) "
+        "(default: percentile)",
     )
     parser.add_argument(
         "--band",
