@@ -224,6 +224,53 @@ def test_a_hyphen_between_two_names_pairs_them():
     assert listed.match_tokens(["Serbian", "-", "Montenegrin"]) == [(0, 1, "SRB"), (2, 3, "MNE")]
 
 
+CONGO = """\
+CONGO_ [COG]
++REPUBLIC_OF_THE_CONGO_
++BRAZZAVILLE_
++CONGO_BRAZZAVILLE_
+DEMOCRATIC_REPUBLIC_OF_THE_CONGO_ [COD]
++KINSHASA_
++CONGO_KINSHASA_
++KINSHASA_CONGO_
+SERBIA_ [SRB]
++SERBIAN_
++BELGRADE_
+MONTENEGRO_ [MNE]
++MONTENEGRIN_
++PODGORICA_
+SERBIA_AND_MONTENEGRO_ [SCG]
++SERBIAN_MONTENEGRIN_
++BELGRADE_PODGORICA_
+"""
+
+
+def test_with_cities_a_hyphen_still_pairs_only_country_names(tmp_path):
+    """With ``cities=True`` a capital is a name alone, so "Congo - Kinshasa" (the DR
+    Congo) had been read as Congo and the DR Congo, and "Congo - Brazzaville" as Congo
+    twice: a hyphen pairs two countries' names or demonyms only, as without cities."""
+    path = tmp_path / "congo.actors.txt"
+    path.write_text(CONGO)
+    cases = {
+        "Congo - Kinshasa": [(0, 3, "COD")],
+        "Kinshasa - Congo": [(0, 3, "COD")],
+        "Congo - Brazzaville": [(0, 3, "COG")],
+        "Belgrade - Podgorica": [(0, 3, "SCG")],
+        # Two countries' names (or demonyms) still pair.
+        "Serbian - Montenegrin": [(0, 1, "SRB"), (2, 3, "MNE")],
+        # Two capitals that form no name are two names, as before.
+        "Kinshasa - Brazzaville": [(0, 1, "COD"), (2, 3, "COG")],
+    }
+    lex = CountryLexicon.load(path, cities=True)
+    for text, found in cases.items():
+        assert lex.match_tokens(text.split()) == found, text
+    assert lex.match_tokens(["Serbian", "Montenegrin"]) == [(0, 2, "SCG")]
+    # Without cities, the capitals match nothing alone: read whole, as before.
+    names = CountryLexicon.load(path)
+    assert names.match_tokens(["Congo", "-", "Kinshasa"]) == [(0, 3, "COD")]
+    assert names.match_tokens(["Serbian", "-", "Montenegrin"]) == [(0, 1, "SRB"), (2, 3, "MNE")]
+
+
 def test_stemming_backoff_one_then_two_characters(lexicon):
     assert lexicon.match("Iraqis") == "IRQ"  # strip one
     assert lexicon.match("Americanos") == "USA"  # strip two
@@ -361,6 +408,33 @@ def test_shared_phoenix_lexicon_reads_hyphens_as_a_pair_between_two_names():
     # Side by side, the union and the other name are still read whole.
     assert lex.match_tokens(["Serbia", "Montenegro"]) == [(0, 2, "SCG")]
     assert lex.match_tokens(["American", "Indian"]) == []
+
+
+def test_shared_phoenix_lexicon_with_cities_pairs_only_country_names():
+    """With ``cities=True`` "Congo - Kinshasa" had been Congo and the DR Congo, "Congo -
+    Brazzaville" Congo twice and "Kinshasa - Congo" the DR Congo and Congo: a capital
+    matches alone there, but only countries' names and demonyms pair across a hyphen."""
+    root = shared_data_dir()
+    if root is None or not (root / "phoenix-country-actors").is_dir():
+        pytest.skip("shared Phoenix lexicon (phoenix-country-actors) not available")
+    lex = CountryLexicon.load(root / "phoenix-country-actors", cities=True)
+    assert lex.match("Kinshasa") == "COD" and lex.match("Brazzaville") == "COG"
+    cases = {
+        "Congo - Kinshasa": [("Congo - Kinshasa", "COD")],
+        "Congo - Leopoldville": [("Congo - Leopoldville", "COD")],
+        "Kinshasa - Congo": [("Kinshasa - Congo", "COD")],
+        "Congo - Brazzaville": [("Congo - Brazzaville", "COG")],
+        "Washington - D.C.": [("Washington - D.C.", "USA")],
+        "Guinea - Bissau": [("Guinea - Bissau", "GNB")],
+        "the Serbian - Montenegrin border": [("Serbian", "SRB"), ("Montenegrin", "MNE")],
+        "Soviet - Russian relations": [("Soviet", "SUN"), ("Russian", "RUS")],
+        "the American - Indian nuclear deal": [("American", "USA"), ("Indian", "IND")],
+        "the Niger - Congo languages": [],
+    }
+    for text, found in cases.items():
+        tokens = text.split()
+        read = [(" ".join(tokens[s:e]), code) for s, e, code in lex.match_tokens(tokens)]
+        assert read == found, text
 
 
 def _documented_dotless_acronyms() -> dict[str, list[str]]:

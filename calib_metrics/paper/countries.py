@@ -69,7 +69,8 @@ country names, demonyms and capitals are proper nouns and always capitalised, so
   Indian". So where every word of a name is a name by itself, its words joined by
   hyphens are read whole only if the name is written with a hyphen
   (:data:`HYPHENATED_NAMES`: "Guinea-Bissau", "Niger-Congo"); otherwise each word is
-  read alone.
+  read alone. Only country names and demonyms pair: with ``cities=True`` a capital is a
+  name alone too, yet "Congo-Kinshasa" is one country, not Congo and Kinshasa.
 """
 
 from __future__ import annotations
@@ -177,8 +178,9 @@ OTHER_NAMES: tuple[str, ...] = (
 #: capital; Niger and Congo): their words joined by hyphen tokens are read whole, where
 #: those of other such names are a pair ("Serbian-Montenegrin", "Soviet-Russian"). The
 #: Phoenix files write a hyphen as ``_``, like any word break, so the list is this
-#: module's. A name with a word that is no name alone ("Timor-Leste", "Hong Kong") needs
-#: no entry: its words are read whole across hyphens anyway.
+#: module's. A name with a word that is no country name or demonym alone ("Timor-Leste",
+#: "Hong Kong", and "Congo-Kinshasa" even with ``cities=True``, where Kinshasa matches
+#: alone) needs no entry: its words are read whole across hyphens anyway.
 HYPHENATED_NAMES: tuple[str, ...] = (
     "guinea-bissau", "guinee-bissau", "guinea-bissauan", "bissau-guinea", "niger-congo",
 )  # fmt: skip
@@ -344,7 +346,10 @@ class CountryLexicon:
         A name the files list for another actor than the country the back-off would
         reach from it (a city, province or person the lexicon leaves out) becomes one
         of its ``other_names``, as do :data:`OTHER_NAMES`; :data:`HYPHENATED_NAMES` are
-        its ``hyphenated`` names. ``capitalized`` is passed on (see the class).
+        its ``hyphenated`` names, and with ``cities=True`` so is every name with a word
+        that ``cities=False`` does not match alone (a city: "Congo Kinshasa"), since
+        only two countries' names or demonyms pair across a hyphen. ``capitalized`` is
+        passed on (see the class).
 
         Example:
             >>> import tempfile, pathlib
@@ -368,6 +373,10 @@ class CountryLexicon:
                     f"country lexicon file not found: {f}; {where_to_get(LEXICON)}"
                 )
         phrases: dict[tuple[str, ...], str] = {}
+        # With cities, also the names and demonyms alone (what ``cities=False`` keeps):
+        # only these pair across a hyphen.
+        names: dict[tuple[str, ...], str] = {} if cities else phrases
+        built = [(phrases, True), (names, False)] if cities else [(phrases, False)]
         # Every listed name with the countries of the blocks that list it.
         owners: dict[tuple[str, ...], set[str | None]] = {}
         for f in files:
@@ -375,17 +384,21 @@ class CountryLexicon:
             # countries (MED: news media), so only its IGOs are taken.
             countries = not f.name.startswith("Phoenix.International")
             for block in _read_blocks(f):
-                blocks = _block_phrases(block, cities=cities, igos=igos, countries=countries)
-                for words, code in blocks:
-                    phrases.setdefault(words, code)
+                for kept, keep_cities in built:
+                    found = _block_phrases(
+                        block, cities=keep_cities, igos=igos, countries=countries
+                    )
+                    for words, code in found:
+                        kept.setdefault(words, code)
                 owner = _owner(block.codes)
                 for n in block.names:
                     if "(" not in n:
                         owners.setdefault(_phrase(n), set()).add(owner)
-        for code, names in EXTRA_NAMES.items():
-            if code in set(phrases.values()):
-                for name in names:
-                    phrases.setdefault(_phrase(name), code)
+        for kept, _ in built:
+            for code, extra in EXTRA_NAMES.items():
+                if code in set(kept.values()):
+                    for name in extra:
+                        kept.setdefault(_phrase(name), code)
         if not phrases:
             raise ValueError(f"no country entries found in {path}")
         sensitive = {p for p in phrases if len(p) == 1 and "." not in p[0] and len(p[0]) <= 3}
@@ -400,6 +413,12 @@ class CountryLexicon:
         }
         other = listed_elsewhere | {_phrase(n) for n in OTHER_NAMES}
         hyphenated = {_phrase(n.replace("-", " ")) for n in HYPHENATED_NAMES}
+        if cities:
+            # A city is a name alone here, but a hyphen pairs two countries' names only:
+            # "Congo-Kinshasa" is one country, as in the lexicon without cities, so a name
+            # with a word that is no country name or demonym alone is read whole.
+            alone = cls(names, min_stem=min_stem, capitalized=False, other_names=other)
+            hyphenated |= {p for p in (*phrases, *other) if not all(alone.match(w) for w in p)}
         return cls(phrases, **options, other_names=other, hyphenated=hyphenated)
 
     def _variants(self, word: str) -> list[str]:
