@@ -556,6 +556,9 @@ class CalibrationError(_StatesKeepTheirDtype):
                 f"leaves it{padding} {folded}"
                 + (": was it saved with an ignore_index?" if most < folded else "")
             )
+        more = None if rows_labels is None else self._more_labels_problem(*rows_labels)
+        if more:
+            return f"the sketch holds {more}: it is not a sketch that update() made"
         no_class = None if rows_labels is None else self._no_class_problem(*rows_labels)
         if no_class:
             return (
@@ -579,10 +582,24 @@ class CalibrationError(_StatesKeepTheirDtype):
 
     def _no_class_problem(self, rows: float, labels: float) -> str | None:
         """Why a one-vs-rest or classwise sketch of ``rows`` folded rows and ``labels``
-        summed over its classes (:meth:`_rows_and_labels`) holds targets of no class."""
-        if rows == labels:
+        summed over its classes (:meth:`_rows_and_labels`) holds targets of no class
+        (more labels than rows are no such targets: :meth:`_more_labels_problem`)."""
+        if labels >= rows:
             return None
         return f"sum_y over the classes is {labels:g} for {rows:g} rows of one class each"
+
+    def _more_labels_problem(self, rows: float, labels: float) -> str | None:
+        """What a one-vs-rest or classwise sketch holds whose ``labels`` summed over its
+        classes exceed its ``rows`` (:meth:`_rows_and_labels`): no update makes it,
+        checked or not, since a row adds a label to its own class alone. A hand-made
+        state (multi-label rows, say) had been said to hold a negative number of
+        "targets of no class"."""
+        if labels <= rows:
+            return None
+        return (
+            f"more labels than rows (sum_y over the classes is {labels:g} for {rows:g} "
+            "rows, where a row adds a label to its own class alone: multi-label rows?)"
+        )
 
     def _folded_early_problem(self, rows_seen: Any, probs: Any) -> str | None:
         """Why a streaming state whose sketch holds rows, though their number fits this
@@ -1237,6 +1254,12 @@ class CalibrationError(_StatesKeepTheirDtype):
         where = None if found is None else f"{found[0]} {found[1].split(', where')[0]}"
         rows_labels = None if where else self._rows_and_labels(states)
         if rows_labels is not None:
+            more = self._more_labels_problem(*rows_labels.tolist())
+            if more:
+                return (
+                    f"holds in its sketch {more}, which no update makes, checked or not: "
+                    "was its state changed by hand?"
+                )
             where = self._no_class_problem(*rows_labels.tolist())
         if where is None:
             return None

@@ -201,6 +201,36 @@ def test_targets_of_no_class_folded_unchecked_are_refused(mode) -> None:
 
 
 @SKETCH_FEW_CELLS
+@pytest.mark.parametrize("mode", ["one_vs_rest", "classwise"])
+def test_more_labels_than_rows_are_no_targets_of_no_class(mode) -> None:
+    """A hand-made one-vs-rest or classwise state whose Σy over the classes exceeds its
+    rows (every row a label of classes 0 and 1: multi-label) had been said to hold "-547
+    targets [that] name no class", on merge and by an unchecked compute. No update makes
+    such a sketch, checked or not: it is now named as more labels than rows."""
+    settings = {"num_classes": 5, "mode": mode, "streaming": True, "resolution": 64}
+    worker = CalibrationError(**settings)
+    worker.update(LOGITS.softmax(-1), CLASSES)  # 3000 rows: folded past the 128 kept
+    state = _state(worker)
+    state["cell_sum_y"][:2] = state["cell_count"][:2]  # every row of classes 0 and 1
+    folded = int(state["cell_count"][0].sum())
+    labels = int(state["cell_sum_y"].sum())
+    assert labels > folded
+    found = f"more labels than rows (sum_y over the classes is {labels} for {folded} rows"
+    total = CalibrationError(**settings)
+    total.update(LOGITS[:200].softmax(-1), CLASSES[:200])
+    before = _state(total)
+    merged = _refusal(lambda: total.merge_state(state))
+    assert found in merged and "it is not a sketch that update() made" in merged
+    assert "name no class" not in merged and _same_state(total, before)
+    unchecked = CalibrationError(**settings, validate_args=False)
+    unchecked.update(LOGITS.softmax(-1), CLASSES)
+    unchecked.cell_sum_y[:2] = unchecked.cell_count[:2]
+    computed = _refusal(unchecked.compute)
+    assert found in computed and "no update makes, checked or not" in computed
+    assert "name no class" not in computed
+
+
+@SKETCH_FEW_CELLS
 @pytest.mark.parametrize("mode", list(MERGE_MODES))
 def test_an_unchecked_metrics_valid_pairs_merge_as_checked_ones(mode) -> None:
     settings, n = MERGE_MODES[mode]
