@@ -528,7 +528,7 @@ def test_meaningless_study_options_are_refused_in_one_line(
         ("streaming_gap_seeds.py", [], "bin_sizes", ["auto", 5000, 1000, 200]),
         ("interval_numbers.py", ["--tolerance", "0"], "tolerance", 0.0),
         ("recalibration_checks.py", ["--scales", "1e-8", "1e6"], "scales", [1e-8, 1e6]),
-        ("recalibration_checks.py", ["--scales", "1e-100", "1e198"], "scales", [1e-100, 1e198]),
+        ("recalibration_checks.py", ["--scales", "1e-155", "1e198"], "scales", [1e-155, 1e198]),
         ("compare_boundary_level.py", ["--levels", "hq", "0", "1"], "levels", ["hq", "0", "1"]),
         ("drift_resolution.py", ["--resolutions", "2"], "resolutions", [2]),
         ("tie_debias.py", ["--reps", "2"], "reps", 2),
@@ -550,6 +550,22 @@ def test_recalibration_scales_stop_before_the_mask_floor(monkeypatch) -> None:
     largest = checks.largest_scale()
     assert (largest * z).abs().max() < -checks.MASK_FLOOR <= (10 * largest * z).abs().max()
     assert _options(monkeypatch, BENCHMARKS / "recalibration_checks.py").scales[-1] < largest
+
+
+def test_recalibration_scales_start_where_every_fit_converges(monkeypatch, capsys) -> None:
+    """The smallest c had been 1e-100, "below this c, a fit's line search fails", but
+    1e-101 to 1e-155 fit: every fit of the scale table converges at the smallest c taken,
+    and unpenalised matrix scaling's line search fails at a tenth of it."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    checks = _load("recalibration_checks")
+    smallest = checks.SMALLEST_SCALE
+    assert _options(monkeypatch, BENCHMARKS / "recalibration_checks.py", "--scales",
+                    f"{smallest:g}").scales == [smallest]  # fmt: skip
+    checks.scale_table([smallest])
+    assert f"{smallest:g}" in capsys.readouterr().out
+    z, y = checks.shifted_classifier()
+    with pytest.raises(ValueError, match="line search failed"):
+        checks.MatrixScaling(0.0, 0.0).fit(smallest / 10 * z, y)
 
 
 def test_interval_numbers_runs_copied_alone_onto_another_revision(tmp_path) -> None:
