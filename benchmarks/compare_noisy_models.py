@@ -19,7 +19,8 @@ equal and every p < α is a false positive. Rows:
 * ``binary``: one logit per item (N pairs), for scale.
 
 Printed per row: the rejection rate of "no difference" at α = 0.05 and 0.10 with its
-Monte Carlo standard error, and how often the 95% interval holds 0.
+Monte Carlo standard error (from 2 data sets per row on: ``--reps 1`` prints the rates
+alone), and how often the 95% interval holds 0.
 
 ``--spread`` prints instead, for the binary pair at N = 3,000, the difference's spread
 over data sets beside the paired draws' own (the interval's width / 3.92) and that of a
@@ -84,13 +85,17 @@ def one_test(kind: str, n: int, c: int, draws: int, g: torch.Generator) -> tuple
 
 
 def rates(kind: str, n: int, c: int, reps: int, draws: int, seed: int) -> dict:
+    """The rejection rates at α = 0.05 and 0.10, each with its Monte Carlo standard error
+    (None for one data set, which says nothing of the rate's spread), and how often the
+    interval holds 0."""
     g = torch.Generator().manual_seed(seed)
     outcomes = [one_test(kind, n, c, draws, g) for _ in range(reps)]
     p = torch.tensor([o[0] for o in outcomes])
     row = {"kind": kind, "n": n, "c": c}
     for alpha in (0.05, 0.10):
         rate = float((p < alpha).double().mean())
-        row[alpha] = (rate, math.sqrt(max(rate * (1 - rate), 1e-12) / reps))
+        se = math.sqrt(max(rate * (1 - rate), 1e-12) / reps) if reps > 1 else None
+        row[alpha] = (rate, se)
     row["holds 0"] = sum(o[1] for o in outcomes) / reps
     return row
 
@@ -128,7 +133,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--reps",
         type=count,
         default=300,
-        help="data sets per row (300); with --spread at least 2, whose sd it prints",
+        help="data sets per row (300); with --spread at least 2, whose sd it prints "
+        "(1 prints the rates without their standard errors)",
     )
     parser.add_argument(
         "--draws", type=at_least_two, default=2000, help="paired draws per test (2,000)"
@@ -137,7 +143,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--spread", action="store_true", help="the spreads at N = 3,000")
     args = parser.parse_args(argv)
     if args.spread and args.reps < 2:
-        # The rates' Monte Carlo s.e. comes from the rate and the count: 1 data set runs.
+        # 1 data set runs without --spread: the rates are printed without a standard error.
         parser.error(
             "argument --reps: must be a whole number of at least 2 with --spread, which "
             f"prints the sd over the data sets, not {args.reps}"
@@ -167,7 +173,10 @@ def main(argv: list[str] | None = None) -> None:
         # The pairs and items rows of a cell start from one seed: their first data set is
         # the same, the rest not (the draws take the generator apart); independent estimates.
         r = rates(kind, n, c, args.reps, args.draws, args.seed + i // 2)
-        cells = [f"{r[a][0]:.3f} ± {r[a][1]:.3f}" for a in (0.05, 0.10)]
+        cells = [
+            f"{rate:.3f}" + ("" if se is None else f" ± {se:.3f}")
+            for rate, se in (r[0.05], r[0.10])
+        ]
         print(f"| {kind} | {n:,} | {c if c > 2 else '–'} | {' | '.join(cells)} | "
               f"{r['holds 0']:.3f} |")  # fmt: skip
     print(f"\n{time.perf_counter() - start:.0f} s. {machine_load(load_start)}")

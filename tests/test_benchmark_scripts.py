@@ -568,6 +568,23 @@ def test_recalibration_scales_start_where_every_fit_converges(monkeypatch, capsy
         checks.MatrixScaling(0.0, 0.0).fit(smallest / 10 * z, y)
 
 
+def test_noisy_models_print_no_standard_error_of_one_data_set(monkeypatch, capsys) -> None:
+    """``--reps 1`` (no --spread) had printed every rate as "1.000 ± 0.000": the Monte
+    Carlo standard error of one data set means nothing. It prints the rates alone, as
+    the rule for counts of data sets has it (at least 2 where a spread is printed)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS.parent))
+    noisy = _load("compare_noisy_models")
+    monkeypatch.setattr(noisy, "CELLS", [("binary", 300, 2)])
+    rows = {}
+    for reps in (1, 2):
+        noisy.main(["--reps", str(reps), "--draws", "2"])
+        rows[reps] = [line for line in capsys.readouterr().out.splitlines()
+                      if line.startswith("| binary |")]  # fmt: skip
+    assert len(rows[1]) == 1 and "±" not in rows[1][0]
+    assert re.fullmatch(r"\| binary \| 300 \| – \| [01]\.\d{3} \| [01]\.\d{3} \| .*", rows[1][0])
+    assert len(rows[2]) == 1 and rows[2][0].count("±") == 2
+
+
 def test_interval_numbers_runs_copied_alone_onto_another_revision(tmp_path) -> None:
     """Its docstring says it runs unchanged on any revision; its --tolerance type had come
     from this checkout's benchmarks/_args.py, which an older checkout lacks (or the
