@@ -507,14 +507,18 @@ def test_the_normal_ends_are_what_the_shared_wording_says():
     options = {"n_samples": 2000, "method": "normal"}
 
     paper = ci_from_bins(bins, interval="paper", debias=False, generator=_gen(1), **options)
-    assert paper.lower.item() == pytest.approx(max(0.0, paper.mean - z * paper.std), abs=1e-12)
-    assert paper.upper.item() == pytest.approx(paper.mean + z * paper.std, abs=1e-12)
+    assert paper.lower.item() == pytest.approx(
+        max(0.0, float(paper.mean - z * paper.std)), abs=1e-12
+    )
+    assert paper.upper.item() == pytest.approx(float(paper.mean + z * paper.std), abs=1e-12)
     # (the draws lie above the plug-in: the error ∓ z·std would be another interval)
     assert abs(paper.upper - (paper.error + z * paper.std)) > 1e-3
 
     plugin = ci_from_bins(bins, interval="pairs", debias=False, generator=_gen(1), **options)
-    assert plugin.lower.item() == pytest.approx(max(0.0, plugin.error - z * plugin.std), abs=1e-12)
-    assert plugin.upper.item() == pytest.approx(plugin.error + z * plugin.std, abs=1e-12)
+    assert plugin.lower.item() == pytest.approx(
+        max(0.0, float(plugin.error - z * plugin.std)), abs=1e-12
+    )
+    assert plugin.upper.item() == pytest.approx(float(plugin.error + z * plugin.std), abs=1e-12)
     assert abs(plugin.upper - (plugin.mean + z * plugin.std)) > 1e-3
 
     debiased = ci_from_bins(bins, interval="pairs", debias=True, generator=_gen(1), **options)
@@ -523,8 +527,8 @@ def test_the_normal_ends_are_what_the_shared_wording_says():
     )
     m, s = draws.values.mean(), draws.values.std()
     assert draws.square > 0  # (no widening by −D here)
-    assert debiased.lower.item() == pytest.approx(math.sqrt(max(0.0, m - z * s)), abs=1e-12)
-    assert debiased.upper.item() == pytest.approx(math.sqrt(m + z * s), abs=1e-12)
+    assert debiased.lower.item() == pytest.approx(math.sqrt(max(0.0, float(m - z * s))), abs=1e-12)
+    assert debiased.upper.item() == pytest.approx(math.sqrt(float(m + z * s)), abs=1e-12)
     # The result's mean and std are of the roots: neither form rebuilds these ends.
     for centre in (debiased.error, debiased.mean):
         assert abs(debiased.lower - (centre - z * debiased.std)) > 1e-4
