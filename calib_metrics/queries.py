@@ -18,18 +18,26 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import as_int, check_flag, check_not_meta
+from calib_metrics.functional.errors import (
+    as_int,
+    check_dense,
+    check_dense_tensors,
+    check_flag,
+    check_not_meta,
+)
 from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import _hinted_pairwise_rows
 
 
 def _check_tensors(**named: object) -> None:
     """Raise ValueError naming the first argument that is not a tensor (a nested list,
-    say, which had failed with an AttributeError on ``.dim()``) or is on the meta device
-    (no values to read: torch's own error had come from a copy or an ``.item()``)."""
+    say, which had failed with an AttributeError on ``.dim()``), not a dense one (a
+    nested or sparse tensor: :func:`check_dense`) or is on the meta device (no values to
+    read: torch's own error had come from a copy or an ``.item()``)."""
     for name, value in named.items():
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+        check_dense(value, name)
         check_not_meta(value, name)
 
 
@@ -515,6 +523,7 @@ def span_marginals(
         >>> spans[0].argmax(-1).tolist(), round(spans[0, 0, 1].item(), 3)  # [0, 1] is B L
         ([1, 0, 0], 0.868)
     """
+    check_dense_tensors(emissions=emissions)  # before its shape is read
     if not isinstance(emissions, Tensor) or emissions.dim() != 3:
         raise ValueError("emissions must be a [B, T, K] tensor")
     begin, inside, max_length, last, unit = _span_args(

@@ -7,7 +7,9 @@ reshape is not implemented for sparse tensors``) and nested ones. One shared che
 first, in ``errors.check_tensors`` and ``check_id_tensor`` (the recalibrators' own
 ``check_tensor``), before any shape is read: a strided nested tensor had failed with
 torch's "NestedTensorImpl doesn't support sizes" in ``is_multiclass``, a jagged one as a
-shape mismatch that did not say "nested"."""
+shape mismatch that did not say "nested". The models and queries (the chain functions'
+shared entry check, coref's scores check, ``left_align``, the queries' tensor check) run
+``errors.check_dense_tensors`` before any shape is read too."""
 
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ from calib_metrics.functional import (
     spiegelhalter_test,
     uniform_binning,
 )
+from calib_metrics.models import left_align, linear_chain
+from calib_metrics.models.coref import coreference_marginals, entity_roots, sample_antecedents
+from calib_metrics.queries import coref_pair_queries, span_marginals, tag_queries
 from calib_metrics.recalibration import (
     HistogramBinning,
     IsotonicCalibration,
@@ -87,7 +92,7 @@ def test_a_sparse_tensor_is_refused_by_name(entry, argument) -> None:
     given = {"probs": Q, "target": Y, "groups": IDS}
     given[argument] = given[argument].to_sparse()
     name = "probs_a" if entry == "compare_calibration" and argument == "probs" else argument
-    with pytest.raises(ValueError, match=rf"^{name} is a sparse_coo tensor: pass a dense one"):
+    with pytest.raises(ValueError, match=rf"^{name} is a sparse_coo tensor: pass a dense tensor"):
         groups = given["groups"] if argument == "groups" else None
         ENTRIES[entry](given["probs"], given["target"], groups)
 
@@ -242,7 +247,7 @@ def test_a_nested_tensor_is_refused_by_name(entry, argument, layout) -> None:
     given = {"probs": Q, "target": Y, "groups": IDS}
     given[argument] = _nested(given[argument], layout)
     name = "probs_a" if entry == "compare_calibration" and argument == "probs" else argument
-    with pytest.raises(ValueError, match=rf"^{name} is a nested tensor: pass a dense one"):
+    with pytest.raises(ValueError, match=rf"^{name} is a nested tensor: pass a dense tensor"):
         groups = given["groups"] if argument == "groups" else None
         ENTRIES[entry](given["probs"], given["target"], groups)
 
@@ -283,3 +288,79 @@ def test_a_nested_batch_leaves_the_metric_as_it_was(metric, layout) -> None:
         assert torch.equal(after.a.error, before.a.error)
     else:
         assert torch.equal(after, before)
+
+
+# The models' and queries' entries, each with the arguments whose layout is checked: the
+# chain functions' shared entry check, coref's scores check, left_align's and the queries'.
+_G = torch.Generator().manual_seed(0)
+CHAIN = {
+    "emissions": torch.randn(2, 4, 3, generator=_G),
+    "transitions": torch.randn(3, 3, generator=_G),
+    "start": torch.zeros(3),
+    "end": torch.zeros(3),
+    "mask": torch.ones(2, 4, dtype=torch.bool),
+    "tags": torch.randint(0, 3, (2, 4), generator=_G),
+    "unigram": torch.full((2, 4, 3), 1 / 3),
+    "scores": torch.randn(2, 5, 5, generator=_G),
+    "marginals": torch.full((2, 5, 5), 0.5),
+    "entity_ids": torch.zeros(2, 5, dtype=torch.long),
+    "antecedents": torch.zeros(2, 5, dtype=torch.long),
+}
+_CHAIN_ARGS = ("emissions", "transitions", "start", "end", "mask")
+MODEL_ENTRIES = {
+    "posterior_marginals": (
+        lambda d: linear_chain.posterior_marginals(*(d[a] for a in _CHAIN_ARGS)),
+        _CHAIN_ARGS,
+    ),
+    "viterbi": (lambda d: linear_chain.viterbi(*(d[a] for a in _CHAIN_ARGS)), ("emissions",)),
+    "posterior_marginals(validate_args=False)": (
+        lambda d: linear_chain.posterior_marginals(
+            *(d[a] for a in _CHAIN_ARGS), validate_args=False
+        ),
+        ("emissions", "mask"),
+    ),
+    "sequence_score": (
+        lambda d: linear_chain.sequence_score(*(d[a] for a in _CHAIN_ARGS[:4]), d["tags"]),
+        ("tags",),
+    ),
+    "left_align": (
+        lambda d: left_align(d["emissions"], d["tags"], mask=d["mask"]),
+        ("emissions", "tags", "mask"),
+    ),
+    "tag_queries": (lambda d: tag_queries(d["unigram"], d["tags"]), ("unigram", "tags")),
+    "span_marginals": (
+        lambda d: span_marginals(*(d[a] for a in _CHAIN_ARGS[:4]), begin=0, inside=1, max_length=2),
+        ("emissions",),
+    ),
+    "sample_antecedents": (lambda d: sample_antecedents(d["scores"], 2), ("scores",)),
+    "coreference_marginals": (lambda d: coreference_marginals(d["scores"]), ("scores",)),
+    "coref_pair_queries": (
+        lambda d: coref_pair_queries(d["marginals"], d["entity_ids"]),
+        ("marginals", "entity_ids"),
+    ),
+    "entity_roots": (lambda d: entity_roots(d["antecedents"]), ("antecedents",)),
+}
+
+
+def _layout(t: torch.Tensor, layout: str) -> torch.Tensor:
+    if layout == "sparse":
+        return t.to_sparse()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "prototype stage" warning
+        rows = [t[:1], t[1:]] if t.dim() == 1 else list(t)  # a 1-d tensor's: two runs
+        return torch.nested.nested_tensor(rows, layout=LAYOUTS[layout])
+
+
+@pytest.mark.parametrize("layout", [*LAYOUTS, "sparse"])
+@pytest.mark.parametrize(
+    "entry, argument", [(e, a) for e, (_, args) in MODEL_ENTRIES.items() for a in args]
+)
+def test_models_and_queries_refuse_a_nested_or_sparse_tensor_by_name(entry, argument, layout):
+    call, _ = MODEL_ENTRIES[entry]
+    given = dict(CHAIN) | {argument: _layout(CHAIN[argument], layout)}
+    if layout == "sparse":
+        expected = rf"^{argument} is a sparse_coo tensor: pass a dense tensor \({argument}\."
+    else:
+        expected = rf"^{argument} is a nested tensor: pass a dense tensor \(pad to one tensor"
+    with pytest.raises(ValueError, match=expected):
+        call(given)

@@ -163,7 +163,7 @@ def check_tensors(**items: object) -> None:
         >>> check_tensors(probs=torch.nested.nested_tensor(rows, layout=torch.jagged))
         Traceback (most recent call last):
         ...
-        ValueError: probs is a nested tensor: pass a dense one (one tensor of pairs)
+        ValueError: probs is a nested tensor: pass a dense tensor (pad to one tensor, with a mask)
     """
     if not all(isinstance(value, torch.Tensor) for value in items.values()):
         types = " and ".join(type(value).__name__ for value in items.values())
@@ -197,13 +197,32 @@ def check_dense(tensor: torch.Tensor, name: str) -> None:
         >>> check_dense(torch.tensor([0.5]).to_sparse(), "probs")
         Traceback (most recent call last):
         ...
-        ValueError: probs is a sparse_coo tensor: pass a dense one (probs.to_dense())
+        ValueError: probs is a sparse_coo tensor: pass a dense tensor (probs.to_dense())
     """
     layout = non_dense_layout(tensor)
     if layout == "nested":
-        raise ValueError(f"{name} is a nested tensor: pass a dense one (one tensor of pairs)")
+        raise ValueError(
+            f"{name} is a nested tensor: pass a dense tensor (pad to one tensor, with a mask)"
+        )
     if layout is not None:
-        raise ValueError(f"{name} is a {layout} tensor: pass a dense one ({name}.to_dense())")
+        raise ValueError(f"{name} is a {layout} tensor: pass a dense tensor ({name}.to_dense())")
+
+
+def check_dense_tensors(**named: object) -> None:
+    """Each of ``named`` that is a tensor is dense (:func:`check_dense`); any other value
+    (None, a list) is left to the caller's own check, whose message says what it takes.
+    Called before any shape is read: a strided nested tensor has no ``.shape``.
+
+    Example:
+        >>> rows = [torch.zeros(2, 3), torch.zeros(1, 3)]
+        >>> check_dense_tensors(emissions=torch.nested.nested_tensor(rows), mask=None)
+        Traceback (most recent call last):
+        ...
+        ValueError: emissions is a nested tensor: pass a dense tensor (pad to one tensor, ...)
+    """
+    for name, value in named.items():
+        if isinstance(value, torch.Tensor):
+            check_dense(value, name)
 
 
 def non_dense_layout(tensor: torch.Tensor) -> str | None:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.functional.errors import check_dense_tensors, check_not_meta
 from calib_metrics.models.linear_chain import (
     as_indices,
     check_mask_dtype,
@@ -183,7 +183,8 @@ def _kept(
     emissions: Tensor, tags: Tensor | None, mask: Tensor | None, ignore_index: int
 ) -> tuple[Tensor, Tensor | None]:
     """The tokens to keep, ``[B, T]`` bool on the device of ``emissions``, and the tags
-    there; the arguments' types and shapes checked."""
+    there; the arguments' types, layouts and shapes checked."""
+    check_dense_tensors(emissions=emissions, tags=tags, mask=mask)  # before any shape is read
     if not isinstance(emissions, Tensor) or emissions.dim() < 2:
         got = tuple(emissions.shape) if isinstance(emissions, Tensor) else type(emissions).__name__
         raise ValueError(f"emissions must be a [B, T, *] tensor, got {got}")

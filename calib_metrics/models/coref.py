@@ -34,7 +34,13 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from calib_metrics.functional.errors import MOST_SAMPLES, as_int, check_generator, check_not_meta
+from calib_metrics.functional.errors import (
+    MOST_SAMPLES,
+    as_int,
+    check_dense_tensors,
+    check_generator,
+    check_not_meta,
+)
 from calib_metrics.models.coref_sampler import draw, prepare, roots
 from calib_metrics.models.linear_chain import (
     as_indices,
@@ -68,6 +74,7 @@ class _Checked(NamedTuple):
 
 
 def _check_scores(scores: Tensor, mask: Tensor | None) -> _Checked:
+    check_dense_tensors(scores=scores, mask=mask)  # before any shape is read
     if not isinstance(scores, Tensor):
         raise ValueError(f"scores must be a torch.Tensor, got {type(scores).__name__}")
     if scores.ndim != 3:
@@ -333,6 +340,7 @@ def entity_roots(antecedents: Tensor) -> Tensor:
     """
     if not isinstance(antecedents, Tensor):
         raise ValueError(f"antecedents must be a torch.Tensor, got {type(antecedents).__name__}")
+    check_dense_tensors(antecedents=antecedents)
     if antecedents.ndim < 1:
         raise ValueError("antecedents must have at least one dim [..., N], got a 0-dim tensor")
     check_not_meta(antecedents, "antecedents")

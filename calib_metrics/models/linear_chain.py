@@ -75,6 +75,7 @@ from torch._C import _functorch as functorch  # no public test for a vmap-batche
 from calib_metrics.functional.errors import (
     MOST_SAMPLES,
     as_int,
+    check_dense_tensors,
     check_flag,
     check_generator,
     check_not_meta,
@@ -601,10 +602,12 @@ def refuse_vmap(function: str, *tensors: Tensor | None) -> None:
         raise RuntimeError(_vmap_refusal(function))
 
 
-def _entry_checks(function: str, validate_args: object, *tensors: Tensor | None) -> None:
+def _entry_checks(function: str, validate_args: object, **tensors: Tensor | None) -> None:
     """What every chain function checks first, even with ``validate_args=False``: no
-    vmap, and a flag that is True or False."""
-    refuse_vmap(function, *tensors)
+    vmap, dense tensors (a nested one has no ``.shape``: torch's "NestedTensorImpl doesn't
+    support sizes"), and a flag that is True or False."""
+    refuse_vmap(function, *tensors.values())
+    check_dense_tensors(**tensors)
     check_flag("validate_args", validate_args)
 
 
@@ -614,7 +617,10 @@ def _prepare(
 ):  # fmt: skip
     """The chain's inputs checked (with ``validate_args``; a mask's layout error ends with
     ``hint``, default :func:`left_align_hint`) and cast to the compute dtype."""
-    _entry_checks(function, validate_args, emissions, transitions, start, end, mask)
+    _entry_checks(
+        function, validate_args,
+        emissions=emissions, transitions=transitions, start=start, end=end, mask=mask,
+    )  # fmt: skip
     if validate_args:
         mask = _check_inputs(emissions, transitions, start, end, mask, hint)
     elif mask is None:
@@ -1508,7 +1514,10 @@ def sequence_score(
         >>> sequence_score(em, tr, torch.zeros(2), torch.zeros(2), torch.tensor([[0, 1]]))
         tensor([3.5000])
     """
-    _entry_checks("sequence_score", validate_args, emissions, transitions, start, end, tags, mask)
+    _entry_checks(
+        "sequence_score", validate_args,
+        emissions=emissions, transitions=transitions, start=start, end=end, tags=tags, mask=mask,
+    )  # fmt: skip
     if validate_args:
         mask_given = mask is not None
         # The tags move with the emissions: aligned alone, they would score other tokens.
