@@ -2,7 +2,8 @@
 
 The streaming sketch keeps count, Σr, Σr², Σy and the extremes of q per cell of
 ``resolution`` cells; a bin boundary that cuts a cell of several values shares the
-cell's labels out with a redrawn hypergeometric bridge (docs/streaming.md), whose noise
+cell's labels out by a redraw (an exact ordered draw in cells of up to 128 pairs, a
+Dirichlet split beyond; docs/streaming.md), whose noise
 is what is left of the streaming mode's drift once the pairs outgrow the exact buffer.
 A cell holds about N / resolution pairs, so a finer sketch cuts smaller cells and
 redraws less. This prints, for one N and distribution (the same calibrated pairs as

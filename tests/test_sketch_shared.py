@@ -49,8 +49,8 @@ def test_shared_cut_cells_keep_the_debiased_square_on_the_exact_one():
     shared, redrawn = _differences(range(12))
     se = shared.std() / len(shared) ** 0.5
     assert abs(shared.mean()) < 3 * se, (shared.mean(), se)
-    # The redraw's bridge adds noise of its own (and, clipped, a bias whose sign
-    # depends on the data): further from the exact square on average.
+    # The redraw adds label noise of its own (the exact square's in expectation, but
+    # one more draw of it): further from the exact square on average.
     assert shared.abs().mean() < redrawn.abs().mean()
 
 
