@@ -231,7 +231,92 @@ def test_redrawn_cells_of_a_few_ones_keep_the_label_noise_of_their_bins() -> Non
         streamed = sketch.to_bins(state, 20)
         exact = _plug_in_square(adaptive_binning(q, y, 20))
         relative.append(_plug_in_square(streamed) / exact - 1)
-    assert abs(sum(relative) / len(relative)) < 0.1  # −0.009, s.e. of the mean 0.013
+    assert abs(sum(relative) / len(relative)) < 0.1  # +0.002, s.e. of the mean 0.014
+
+
+def _few_ones(seed: int, n: int, cells: int) -> tuple[torch.Tensor, torch.Tensor, sketch.Sketch]:
+    """Calibrated q in [1e-4, 1e-2]: cut cells of hundreds of pairs and a few ones."""
+    g = torch.Generator().manual_seed(seed)
+    q = 10 ** (-4 + 2 * torch.rand(n, generator=g, dtype=torch.float64))
+    y = torch.bernoulli(q, generator=g)
+    state = sketch.empty(cells)
+    sketch.accumulate(state, q, y.long())
+    return q, y, state
+
+
+def test_redrawn_cells_of_a_few_ones_place_them_whole() -> None:
+    # 50,000 such pairs, 256 cells of about 200 pairs and 0 to 6 ones, bins of 5. The
+    # Dirichlet put a few ones nearly all in one run, in fractions: bins at q <= 0.01
+    # shown at frequency 0.6 to 1 (4 over these 6 data sets, none in the exact mode) and
+    # a max-norm error of 0.49 to 0.99 where the exact mode's is 0.2 to 0.4. Placed one
+    # by one, the ones of each run are a whole number, with the exact order's tails.
+    from calib_metrics.functional.binning import adaptive_binning
+
+    for seed in range(6):
+        q, y, state = _few_ones(seed, 50_000, 256)
+        assert sketch.boundary_cells(state.count, 5).size.max() > sketch.EXACT_DRAW_PAIRS
+        streamed = sketch.to_bins(state, 5)
+        ones = streamed.freq * streamed.count
+        torch.testing.assert_close(ones, ones.round(), atol=1e-9, rtol=0)
+        assert int((streamed.freq >= 0.6).sum()) == 0
+        exact = adaptive_binning(q, y, 5)
+        assert int((exact.freq >= 0.6).sum()) == 0
+        assert float((streamed.freq - streamed.pred_mean).abs().max()) <= 0.45
+
+
+def test_redrawn_cells_of_a_few_ones_keep_the_l1_error_of_the_exact_order(monkeypatch) -> None:
+    # 10^5 such pairs, 2,048 cells, bins of 20, the mean l1 error over 30 draws (seeds of
+    # the redraw) against every cut cell drawn in exact order: the Dirichlet's was 7.4% low
+    # (0.003808 against 0.004111, s.e. 3e-6); placing the ones one by one is that order's.
+    _, _, state = _few_ones(0, 100_000, 2048)
+
+    def mean_l1() -> float:
+        total = 0.0
+        for seed in range(100, 130):
+            monkeypatch.setattr(sketch, "_NOISE_SEED", seed)
+            bins = sketch.to_bins(state, 20)
+            total += float(
+                (bins.count * (bins.pred_mean - bins.freq).abs()).sum() / bins.count.sum()
+            )
+        return total / 30
+
+    placed = mean_l1()
+    monkeypatch.setattr(sketch, "EXACT_DRAW_PAIRS", 10**7)
+    ordered = mean_l1()
+    assert abs(placed / ordered - 1) < 0.01, (placed, ordered)
+
+
+def test_placed_draw_is_hypergeometric() -> None:
+    # 20,000 cells of 3,000 pairs with 2 ones cut after 500, 1,500 and 2,900, and as many
+    # of 400 with 5 zeros cut after 50 and 150: each run's count of the minority label
+    # follows the hypergeometric, tails included (the Dirichlet had only its moments).
+    from math import comb
+
+    from calib_metrics.functional.sketch import _placed_draw
+
+    copies = 20_000
+    kinds = [(3000.0, 2.0, [500.0, 1500.0, 2900.0]), (400.0, 395.0, [50.0, 150.0])]
+    rows = [(n, ones, t) for _ in range(copies) for n, ones, cuts in kinds for t in cuts]
+    n, ones, t = torch.tensor(rows, dtype=torch.float64).T
+    k = torch.repeat_interleave(torch.arange(2 * copies), torch.tensor([3, 2] * copies))
+    drawn = _placed_draw(k, t, n, ones, 2 * copies, 5, torch.Generator().manual_seed(0))
+    drawn = drawn.reshape(copies, 5)
+    assert bool((drawn == drawn.round()).all())
+
+    def pmf(size: int, few: int, part: int, values: int) -> torch.Tensor:
+        return torch.tensor(
+            [comb(few, j) * comb(size - few, part - j) / comb(size, part) for j in range(values)],
+            dtype=torch.float64,
+        )
+
+    for got, expected in (
+        (2 - drawn[:, 2], pmf(3000, 2, 100, 3)),  # ones after 2,900
+        (drawn[:, 0], pmf(3000, 2, 500, 3)),  # ones before 500
+        (50 - drawn[:, 3], pmf(400, 5, 50, 4)),  # zeros among the first 50
+    ):
+        shares = torch.stack([(got == j).double().mean() for j in range(len(expected))])
+        se = (expected * (1 - expected) / copies).sqrt()
+        assert bool(((shares - expected).abs() <= 4 * se + 1e-4).all()), (shares, expected)
 
 
 def test_tolerance_covers_the_plug_in_error_of_bins_of_5_on_beta_data() -> None:

@@ -105,8 +105,11 @@ BYTES_PER_KEPT_BIN = 64
 # the sketch alone.
 _NOISE_SEED = 14
 # Cut cells of up to this many pairs have their labels' order drawn exactly; beyond it
-# a Dirichlet of the same covariance splits their labels (:func:`_dirichlet_draw`).
+# a Dirichlet of the same covariance splits their labels (:func:`_dirichlet_draw`), but
+# where their minority label is at most this many, placed exactly one by one
+# (:func:`_placed_draw`).
 EXACT_DRAW_PAIRS = 128
+EXACT_PLACE_LABELS = 64
 # Cells per chunk of exact draws: 8,192 × 128 float64 keys and orders, 16 MiB.
 _DRAW_ROWS = 8192
 
@@ -533,9 +536,11 @@ def _drawn_ones(
     first t of a cell's n pairs, in an order the sums cannot tell, hold a hypergeometric
     count of its ones, jointly over all boundaries of a cell, so the answer is unbiased
     and depends only on the sketch (merged sketches give the same draw). Cells of up to
-    ``EXACT_DRAW_PAIRS`` pairs draw it exactly (:func:`_ordered_draw`); larger ones split
-    their ones over the runs between their boundaries by a Dirichlet of the hypergeometric's
-    covariance (:func:`_dirichlet_draw`). Either way the ones before a cell's boundaries
+    ``EXACT_DRAW_PAIRS`` pairs draw it exactly (:func:`_ordered_draw`), and so do larger
+    ones of at most ``EXACT_PLACE_LABELS`` of their minority label, placed one by one
+    over the runs between their boundaries (:func:`_placed_draw`); the others split it
+    over those runs by a Dirichlet of the hypergeometric's covariance
+    (:func:`_dirichlet_draw`). Either way the ones before a cell's boundaries
     rise with t by at most the pairs between them and end at the cell's Σy: every bin's
     label sum lies in [0, its pairs] and the bins hold the sketch's Σy. (A normal bridge
     clipped at each boundary on its own had not: two boundaries in one cell of a few
@@ -544,30 +549,89 @@ def _drawn_ones(
     [10⁻⁴, 10⁻²] at 1,024 cells in bins of 100.)
     """
     inside = spread & (t > 0) & (t < n)
-    if not bool(inside.any()):
+    small = inside & (n <= EXACT_DRAW_PAIRS)
+    few = torch.minimum(ones, n - ones)
+    placed = inside & ~small & (few <= EXACT_PLACE_LABELS) & (few == few.floor())
+    first = torch.ones_like(k, dtype=torch.bool)
+    first[1:] = k[1:] != k[:-1]
+    # A cell's first placed boundary (its boundaries at its ends are not): the last one
+    # placed before it lies in an earlier cell.
+    earlier = torch.where(placed, k, -1).cummax(0).values.roll(1)
+    earlier[0] = -1
+    # One host read: whether any boundary is drawn, how many of each kind, the most
+    # labels placed one by one, and the cells (the exact draw's generator needs them).
+    counts = [inside.sum(), small.sum(), placed.sum(), torch.where(placed, few, 0).amax()]
+    counts += [first.sum(), (placed & (earlier < k)).sum()]
+    n_inside, n_small, n_placed, steps, cells, placed_cells = (
+        int(v) for v in torch.stack([v.to(torch.float64) for v in counts]).tolist()
+    )
+    del few, counts, first, earlier
+    if not n_inside:
         return share
     g = torch.Generator(device=k.device).manual_seed(_NOISE_SEED)
     drawn = torch.where(inside, _dirichlet_draw(k, t, n, ones, g), share)
-    small = inside & (n <= EXACT_DRAW_PAIRS)
-    if bool(small.any()):
-        g = _ordered_generator(k, t)
+    if n_placed:
+        rows = torch.nonzero_static(placed, size=n_placed).squeeze(1)
+        exact = _placed_draw(k[rows], t[rows], n[rows], ones[rows], placed_cells, steps, g)
+        drawn = drawn.index_copy_(0, rows, exact)
+    if n_small:
+        g = _ordered_generator(t, cells)
         exact = _ordered_draw(k[small], t[small], n[small], ones[small], g)
         drawn = drawn.masked_scatter(small, exact)
     return drawn
 
 
-def _ordered_generator(k: Tensor, t: Tensor) -> torch.Generator:
+def _ordered_generator(t: Tensor, cells: int) -> torch.Generator:
     """The exact ordered draw's own generator, so that what the Dirichlet draws does not
     move it: seeded as the redraw's and advanced past the normals that the bridge before
-    the Dirichlet drew from it first (one a boundary, then one a cell), so cells of up to
-    ``EXACT_DRAW_PAIRS`` pairs draw what they drew before 2026-12-02, the draws that
-    ``bench_scale``'s 10⁶ entries in docs/streaming.md and README were measured with.
-    One host read (the number of cells), only where some are drawn exactly."""
-    g = torch.Generator(device=k.device).manual_seed(_NOISE_SEED)
+    the Dirichlet drew from it first (one a boundary, then one for each of the ``cells``),
+    so cells of up to ``EXACT_DRAW_PAIRS`` pairs draw what they drew before 2026-12-02,
+    the draws that ``bench_scale``'s 10⁶ entries in docs/streaming.md and README were
+    measured with."""
+    g = torch.Generator(device=t.device).manual_seed(_NOISE_SEED)
     torch.randn(t.shape, generator=g, dtype=torch.float64, device=t.device)
-    cells = int((k[1:] != k[:-1]).sum().item()) + 1
     torch.randn((cells,), generator=g, dtype=torch.float64, device=t.device)
     return g
+
+
+def _placed_draw(
+    k: Tensor, t: Tensor, n: Tensor, ones: Tensor, cells: int, steps: int, g: torch.Generator
+) -> Tensor:
+    """The ones before each boundary of its cell, as :func:`_dirichlet_draw` gives them,
+    for cells of a few (at most ``steps``, a whole number) minority labels, drawn exactly:
+    the labels are placed one at a time, each in a run (between the cell's boundaries)
+    picked in proportion to the pairs it has left free, which is drawing the labels'
+    places without replacement, so the runs hold the multivariate hypergeometric's counts
+    (the exact order's), whole numbers, with its tails. ``steps`` rounds, each a weighted
+    pick per cell (a running sum of the free pairs and a search in it) of the ``cells``;
+    no host read."""
+    first = torch.ones_like(k, dtype=torch.bool)
+    first[1:] = k[1:] != k[:-1]
+    run = torch.cumsum(first, 0) - 1
+    step = torch.sub(t, t.roll(1).masked_fill_(first, 0.0))
+    rest = n - t
+    rest[:-1].masked_fill_(~first[1:], 0.0)
+    # Each boundary's run, then (at a cell's last boundary) the rest: a cell's runs are
+    # consecutive, and so are its free pairs in the running sum.
+    free = torch.stack([step, rest], 1).reshape(-1)
+    # Per cell: its first run, its pairs and its minority labels.
+    slots = torch.arange(k.numel(), device=k.device)
+    start = slots.new_full((cells,), free.numel()).scatter_reduce_(0, run, 2 * slots, "amin")
+    size = t.new_zeros(cells).scatter_reduce_(0, run, n, "amax")
+    few = t.new_zeros(cells).scatter_reduce_(0, run, torch.minimum(ones, n - ones), "amax")
+    del slots
+    held = torch.zeros_like(free)
+    for label in range(steps):
+        cum = torch.cumsum(free, 0)
+        before = torch.where(start > 0, cum[(start - 1).clamp_(min=0)], 0.0)
+        left = size - label  # the cell's free pairs
+        u = torch.rand(left.shape, generator=g, dtype=left.dtype, device=left.device)
+        pick = before + torch.minimum(u.mul_(left).floor_(), left - 1)
+        into = torch.searchsorted(cum, pick, right=True).clamp_(max=free.numel() - 1)
+        placing = (few > label).to(free.dtype)
+        held.index_add_(0, into, placing)
+        free.index_add_(0, into, placing.neg_())
+    return _ones_before(held[0::2].contiguous(), step, ones, n, run)
 
 
 def _dirichlet_draw(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, g: torch.Generator) -> Tensor:
@@ -586,11 +650,12 @@ def _dirichlet_draw(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, g: torch.Gene
     keeps the variance of their label noise (the bridge's normal tails, clipped, had lost 43%
     of the plug-in square there, ``tests/test_sketch_gap.py``), but not its shape: with m of
     2 to 6 among hundreds or thousands of pairs (α of 0.005 to 0.02) it puts nearly all of
-    them in one run, in fractional shares, a far heavier tail than the hypergeometric's.
-    The l2 square's expectation is right there; the l1 error comes out low (6–11%) and the
-    max-norm error and the reliability diagram's extreme bins too high (bins at q ≤ 0.01
-    shown at frequency near 1: max-norm 0.49–0.99 where the exact order gives 0.2–0.4).
-    A share above its run's pairs (a run of
+    them in one run, in fractional shares, a far heavier tail than the hypergeometric's,
+    which left the l1 error 6–11% low and the max-norm error and the reliability diagram's
+    extreme bins too high (bins at q ≤ 0.01 shown at frequency near 1: max-norm 0.49–0.99
+    where the exact order gives 0.2–0.4). So the cells of at most ``EXACT_PLACE_LABELS``
+    have their draw replaced by :func:`_placed_draw`'s exact one; with more, α is larger
+    and the shares' shape nearer the hypergeometric's. A share above its run's pairs (a run of
     fewer pairs than the minority label's, mostly a run of a pair or two at a cell's end) is
     cut to them and the excess given to the other runs in proportion to the room they have
     left, which is always enough. No host synchronisation.
@@ -632,6 +697,12 @@ def _dirichlet_draw(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, g: torch.Gene
     room = torch.sub(step, step_share, out=scratch)
     held = step_share.add_(room.mul_(excess.div_(free.clamp_(min=1e-300))[run]))
     del excess, free, room, scratch, part
+    return _ones_before(held, step, ones, n, run)
+
+
+def _ones_before(held: Tensor, step: Tensor, ones: Tensor, n: Tensor, run: Tensor) -> Tensor:
+    """The ones before each boundary from the minority labels ``held`` in each boundary's
+    run of ``step`` pairs (``run``: its cell's place). Overwrites ``held`` and ``step``."""
     # Ones in each boundary's run: the share, or the run's pairs less the share of zeros.
     held = torch.where(ones > n - ones, step.sub_(held), held)
     del step
@@ -639,7 +710,7 @@ def _dirichlet_draw(k: Tensor, t: Tensor, n: Tensor, ones: Tensor, g: torch.Gene
     # its value before the cell's first run (the least in the cell, as no run is < 0).
     before = torch.cumsum(held, 0)
     offset = torch.sub(before, held, out=held)
-    offset = torch.full_like(t, math.inf).scatter_reduce_(0, run, offset, "amin")
+    offset = torch.full_like(before, math.inf).scatter_reduce_(0, run, offset, "amin")
     return before.sub_(offset[run])
 
 

@@ -213,7 +213,7 @@ def streaming_gap_bound(
         >>> sketch = empty(1024)
         >>> accumulate(sketch, q, y)
         >>> round(streaming_gap_bound(sketch, 2000, debias=False).item(), 4)
-        0.0036
+        0.003
 
         The debiased square of these calibrated pairs is below 0 by more than its bound,
         so the exact error is 0 too:
