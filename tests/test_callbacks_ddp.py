@@ -13,6 +13,7 @@ from pathlib import Path
 
 import process_helpers
 import pytest
+from ddp_teardown import EndProcessGroup
 from lightning.pytorch import Callback, LightningModule, Trainer
 
 EPOCHS = 2
@@ -31,15 +32,6 @@ class DumpHistory(Callback):
         (monitor,) = (c for c in trainer.callbacks if isinstance(c, CalibrationMonitor))
         path = self.out / f"rank{trainer.global_rank}.json"
         path.write_text(json.dumps(monitor.history))
-
-    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
-        # A spawned worker exits by os._exit, past Lightning's atexit destroy: left alive,
-        # the gloo group's threads could abort the worker at exit (SIGABRT, "terminate
-        # called without an active exception", once in some dozens of runs).
-        import torch.distributed
-
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            torch.distributed.destroy_process_group()
 
 
 def run_ddp(out: Path, logger: str = "tb") -> None:
@@ -67,7 +59,7 @@ def run_ddp(out: Path, logger: str = "tb") -> None:
         devices=2,
         strategy="ddp_spawn",
         logger=TensorBoardLogger(out, name="tb") if logger == "tb" else CSVLogger(out, name="csv"),
-        callbacks=[monitor, DumpHistory(out)],
+        callbacks=[monitor, DumpHistory(out), EndProcessGroup()],
         enable_progress_bar=False,
         enable_model_summary=False,
         enable_checkpointing=False,

@@ -18,6 +18,7 @@ import process_helpers
 import pytest
 import torch
 import torch.nn.functional as F
+from ddp_teardown import EndProcessGroup
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -99,7 +100,11 @@ def run_ddp(out: Path) -> None:
         devices=2,
         strategy="ddp_spawn",
         logger=False,
-        callbacks=[TemperatureRecalibration(ignore_index=PAD, n_samples=100), DumpTemperature(out)],
+        callbacks=[
+            TemperatureRecalibration(ignore_index=PAD, n_samples=100),
+            DumpTemperature(out),
+            EndProcessGroup(),
+        ],
         enable_progress_bar=False,
         enable_model_summary=False,
         enable_checkpointing=False,
@@ -155,7 +160,7 @@ def run_ddp_all_padding(out: Path) -> None:
         devices=2,
         strategy="ddp_spawn",
         logger=False,
-        callbacks=[TemperatureRecalibration(ignore_index=PAD, n_samples=50)],
+        callbacks=[TemperatureRecalibration(ignore_index=PAD, n_samples=50), EndProcessGroup()],
         enable_progress_bar=False,
         enable_model_summary=False,
         enable_checkpointing=False,

@@ -16,6 +16,7 @@ from pathlib import Path
 import process_helpers
 import pytest
 import torch
+from ddp_teardown import EndProcessGroup
 from lightning.pytorch import Callback, LightningModule, Trainer
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -77,7 +78,7 @@ def run_ddp(out: Path) -> None:
         strategy="ddp_spawn",
         default_root_dir=out,
         logger=False,
-        callbacks=[WriteLogged(out)],
+        callbacks=[WriteLogged(out), EndProcessGroup()],
         enable_progress_bar=False,
         enable_model_summary=False,
         enable_checkpointing=False,
