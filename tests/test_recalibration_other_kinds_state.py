@@ -346,3 +346,69 @@ def test_a_setting_or_kind_this_version_does_not_know_is_refused_as_such():
     with pytest.raises(ValueError, match="saved by 'FutureScaling', a kind this version"):
         module.load_state_dict(unknown, strict=False)
     assert not module.fitted and module.temperature.item() == 1.0
+
+
+def _kind_less(state: dict, how: str) -> dict:
+    """``state`` as an older version saved it: its kind's name dropped (from the module's
+    extra state, or from every part's), or no extra state at all."""
+    if how == "no extra state":
+        return {k: v for k, v in state.items() if not k.endswith("_extra_state")}
+    dropped = [
+        k for k in state if k.endswith("_extra_state") and (how == "all" or k == "_extra_state")
+    ]
+    return {**state, **{k: {n: v for n, v in state[k].items() if n != "kind"} for k in dropped}}
+
+
+@pytest.mark.parametrize("how", ["module", "all", "no extra state"])
+def test_a_kind_less_state_holding_parts_a_kind_has_not_is_refused(how):
+    """A ScalingBinning state saved before states named their kind holds every key of a
+    HistogramBinning and its Platt step's besides: with strict=False it had loaded into
+    one, marked fitted, its Platt-scale edges read as scores (only unexpected_keys said
+    platt.*), and with strict=True torch named the keys alone. Keys of a part that the
+    module has not are another kind's. Every kind is tried with every other kind's state:
+    one lacking keys of the module's own fails on them, as before (with strict=False
+    nothing of it loads, and the result names them)."""
+    from test_recalibration_inputs import _fitted_recalibrators
+
+    fitted = _fitted_recalibrators()
+    with_parts = {n: m for n, m in fitted.items() if any(True for _ in m.named_children())}
+    assert with_parts  # ScalingBinning's Platt step, at least
+    for name, source in with_parts.items():
+        state = _kind_less(source.state_dict(), how)
+        parts = sorted(k for k in state if "." in k)
+        for kind in {type(m) for m in fitted.values()} - {type(source)}:
+            lacked = kind().state_dict().keys() - state.keys() - {"_extra_state"}
+            for strict in (True, False):
+                module = kind()
+                before = _kept(module)
+                try:
+                    result = module.load_state_dict(state, strict=strict)
+                except (RuntimeError, ValueError) as refused:
+                    said, error = str(refused), type(refused)
+                else:
+                    said, error = None, None
+                    assert not strict and lacked, (name, kind, result)
+                    assert set(result.missing_keys) == lacked
+                assert _unchanged(before, _kept(module)), (name, kind, strict)
+                if not lacked:
+                    assert error is ValueError, (name, kind, said)
+                    assert f"belong to no part of a {kind.__name__}" in said
+                    assert "another kind's state" in said
+                    assert all(repr(k) in said for k in parts), said
+
+
+def test_a_kind_less_state_of_its_own_kind_still_loads():
+    """The refusal above reads a part's keys only: a kind's own older state loads, its
+    Platt step's keys among them, and with strict=False beside a key of no part."""
+    from calib_metrics.recalibration import ScalingBinning
+
+    s, y = _scores_and_labels()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = ScalingBinning(generator=torch.Generator().manual_seed(0)).fit(s, y)
+    for how in ("module", "all", "no extra state"):
+        module = ScalingBinning()
+        result = module.load_state_dict(_kind_less(fitted.state_dict(), how))
+        assert result.unexpected_keys == [] and torch.equal(module(s), fitted(s))
+        state = {**_kind_less(fitted.state_dict(), how), "note": torch.tensor(1.0)}
+        assert ScalingBinning().load_state_dict(state, strict=False).unexpected_keys == ["note"]

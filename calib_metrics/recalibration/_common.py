@@ -848,9 +848,9 @@ class FittedModule(nn.Module):
         foreign = self.keys_not_held(state_dict, prefix)
         lacked = self._keys_lacked(state_dict, prefix)
         # A state holding all of this module's keys is of its kind, whatever else it
-        # holds: it loads, and torch names the extra keys as it does for any module (a
-        # TemperatureScaling state beside a 'note' had loaded nothing with strict=False,
-        # its result naming no key missing).
+        # holds but a part this module has not (check_settings): it loads, and torch names
+        # the extra keys as it does for any module (a TemperatureScaling state beside a
+        # 'note' had loaded nothing with strict=False, its result naming no key missing).
         if strict and foreign and lacked:
             # Another kind's state: torch's own strict check names its keys, and this
             # module is left as it was (torch passes strict=True here for every load: with
@@ -950,15 +950,19 @@ class FittedModule(nn.Module):
         ``strict=False``, marked fitted, its edges (on the Platt scale) read as scores'. A
         subclass's state counts as its kind's, both ways. A state saved before the kind
         travelled is known by its keys and settings: a ``HistogramBinning``'s ``binning=``
-        in a ``ScalingBinning``, whose keys it all holds. A setting this kind takes but no
-        longer saves (``inputs=`` of a ``HistogramBinning`` or an ``IsotonicCalibration``
-        saved between c3b195b and 77ad799) is no sign of another kind; one it does not take
-        (a newer version's?) is refused, as the buffers may mean something else under it."""
+        in a ``ScalingBinning``, whose keys it all holds, and a ``ScalingBinning``'s
+        ``platt.*`` keys in a ``HistogramBinning`` (:meth:`_refuse_parts_not_held`). A
+        setting this kind takes but no longer saves (``inputs=`` of a ``HistogramBinning``
+        or an ``IsotonicCalibration`` saved between c3b195b and 77ad799) is no sign of
+        another kind; one it does not take (a newer version's?) is refused, as the buffers
+        may mean something else under it."""
         extra = state_dict.get(prefix + "_extra_state")
+        said, kind = self.said_as, _kind_of(type(self))
+        named = isinstance(extra, dict) and "kind" in extra and kind is not None
+        if not named:
+            self._refuse_parts_not_held(state_dict, prefix)
         if not isinstance(extra, dict):
             return
-        said, kind = self.said_as, _kind_of(type(self))
-        named = "kind" in extra and kind is not None
         if "kind" in extra and kind is not None:
             saver = _KINDS.get(extra["kind"]) if isinstance(extra["kind"], str) else None
             if saver is None:
@@ -984,6 +988,21 @@ class FittedModule(nn.Module):
                     f"{said}: the state was fitted with {name}={value!r}, a setting this "
                     f"kind does not take ({whose}): load it into the module that saved it"
                 )
+
+    def _refuse_parts_not_held(self, state_dict: dict[str, Any], prefix: str) -> None:
+        """Refuse a state that names no kind but holds keys of a part this module has not:
+        only another kind's state has them. A ScalingBinning state saved before states
+        named their kind holds every key of a HistogramBinning and its Platt step's
+        besides, and had loaded into one with ``strict=False``, marked fitted, its
+        Platt-scale edges read as scores. A key of no part (a ``'note'``) is no sign of
+        another kind: torch names it, as for any module."""
+        parts = [k for k in self.keys_not_held(state_dict, prefix) if "." in k[len(prefix) :]]
+        if parts:
+            raise ValueError(
+                f"{self.said_as}: the state holds {', '.join(map(repr, parts))}, which belong "
+                f"to no part of a {self.said_kind}: it is another kind's state (saved before "
+                "states named their kind): load it into the module that saved it"
+            )
 
     def _replace_buffers(self, state_dict, prefix, *args, **kwargs) -> None:
         """Load the state's buffers, each made anew in the state's shape and dtype."""
