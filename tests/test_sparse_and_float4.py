@@ -33,6 +33,9 @@ from calib_metrics.functional import (
 )
 from calib_metrics.models import left_align, linear_chain
 from calib_metrics.models.coref import coreference_marginals, entity_roots, sample_antecedents
+from calib_metrics.models.crf import CRFTagger
+from calib_metrics.models.feature_crf import FeatureCRF
+from calib_metrics.models.hmm import HMM
 from calib_metrics.queries import coref_pair_queries, span_marginals, tag_queries
 from calib_metrics.recalibration import (
     HistogramBinning,
@@ -291,7 +294,8 @@ def test_a_nested_batch_leaves_the_metric_as_it_was(metric, layout) -> None:
 
 
 # The models' and queries' entries, each with the arguments whose layout is checked: the
-# chain functions' shared entry check, coref's scores check, left_align's and the queries'.
+# chain functions' shared entry check, coref's scores check, left_align's, the queries' and
+# the taggers' (below).
 _G = torch.Generator().manual_seed(0)
 CHAIN = {
     "emissions": torch.randn(2, 4, 3, generator=_G),
@@ -340,6 +344,55 @@ MODEL_ENTRIES = {
     ),
     "entity_roots": (lambda d: entity_roots(d["antecedents"]), ("antecedents",)),
 }
+CHAIN |= {
+    "words": torch.randint(0, 5, (2, 4), generator=_G),
+    "features": torch.randint(0, 8, (2, 4, 2), generator=_G),
+}
+# The taggers: words (features) go through check_words (check_features) at each method,
+# whose shape reads had met a nested or sparse tensor first (torch's "NestedTensorImpl
+# doesn't support sizes", "reshape is not implemented for sparse tensors").
+TAGGERS = {  # each built anew, the input it reads, its fit's options (short and quiet)
+    "HMM": (lambda: HMM(3, 5), "words", {}),
+    "CRFTagger": (lambda: CRFTagger(3, 5), "words", {"max_iter": 1, "progress": False}),
+    "FeatureCRF": (lambda: FeatureCRF(3, 8), "features", {"max_iter": 1}),
+}
+for _name, (_build, _x, _options) in TAGGERS.items():
+    _tagged = (_x, "tags", "mask")
+    _methods = {
+        "fit": (
+            lambda d, b=_build, x=_x, o=_options: b().fit(d[x], d["tags"], d["mask"], **o),
+            _tagged,
+        ),
+        "marginals": (lambda d, b=_build, x=_x: b().marginals(d[x], d["mask"]), (_x, "mask")),
+        "viterbi": (lambda d, b=_build, x=_x: b().viterbi(d[x], d["mask"]), (_x, "mask")),
+        "sample": (
+            lambda d, b=_build, x=_x: b().sample(d[x], d["mask"], n_samples=2),
+            (_x, "mask"),
+        ),
+        "forward": (lambda d, b=_build, x=_x: b()(d[x], d["mask"]), (_x, "mask")),
+        "potentials": (lambda d, b=_build, x=_x: b().potentials(d[x], d["mask"]), (_x, "mask")),
+    }
+    if _name == "HMM":
+        _methods["log_likelihood"] = (
+            lambda d, b=_build: b().log_likelihood(d["words"], d["mask"]),
+            ("words", "mask"),
+        )
+    else:
+        _methods["log_likelihood"] = (
+            lambda d, b=_build, x=_x: b().log_likelihood(d[x], d["tags"], d["mask"]),
+            _tagged,
+        )
+    if _name == "CRFTagger":
+        _methods["negative_log_likelihood"] = (
+            lambda d, b=_build: b().negative_log_likelihood(d["words"], d["tags"], d["mask"]),
+            _tagged,
+        )
+    if _name == "FeatureCRF":
+        _methods["objective"] = (
+            lambda d, b=_build: b().objective(d["features"], d["tags"], d["mask"], 1.0),
+            _tagged,
+        )
+    MODEL_ENTRIES |= {f"{_name}.{method}": entry for method, entry in _methods.items()}
 
 
 def _layout(t: torch.Tensor, layout: str) -> torch.Tensor:
@@ -364,3 +417,10 @@ def test_models_and_queries_refuse_a_nested_or_sparse_tensor_by_name(entry, argu
         expected = rf"^{argument} is a nested tensor: pass a dense tensor \(pad to one tensor"
     with pytest.raises(ValueError, match=expected):
         call(given)
+
+
+@pytest.mark.parametrize("entry", [e for e in MODEL_ENTRIES if e.split(".")[0] in TAGGERS])
+def test_the_taggers_entries_run_on_dense_inputs(entry):
+    """Each tagger entry above is refused for its layout alone: on dense inputs it runs."""
+    call, _ = MODEL_ENTRIES[entry]
+    call(dict(CHAIN))

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.functional.errors import check_dense_tensors, check_not_meta
 from calib_metrics.models import linear_chain
 from calib_metrics.models.linear_chain import ChainMarginals, as_indices
 
@@ -62,6 +62,8 @@ def check_words(
         ...
         ValueError: tags are required: gold tags of shape (1, 2), got None
     """
+    # Before any shape is read: a strided nested tensor has none, a sparse one fails later.
+    check_dense_tensors(words=words, mask=mask, **({} if num_tags is None else {"tags": tags}))
     if not isinstance(words, Tensor) or words.dim() != 2:
         shape = tuple(words.shape) if isinstance(words, Tensor) else type(words).__name__
         raise ValueError(f"words must be [B, T], got shape {shape}")

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 from torchcrf import CRF
 
-from calib_metrics.functional.errors import check_not_meta
+from calib_metrics.functional.errors import check_dense_tensors, check_not_meta
 from calib_metrics.models import linear_chain
 from calib_metrics.models.chain_fit import LBFGSFit, check_c2
 from calib_metrics.models.chain_tagger import (
@@ -61,6 +61,10 @@ def check_features(
         >>> batch.words.tolist(), batch.mask.tolist()
         ([[[3, 0], [0, 0]]], [[True, False]])
     """
+    # Before any shape is read (a strided nested tensor has none), as check_words does.
+    check_dense_tensors(
+        features=features, mask=mask, **({} if num_tags is None else {"tags": tags})
+    )
     if not isinstance(features, Tensor) or features.dim() != 3:
         shape = tuple(features.shape) if isinstance(features, Tensor) else type(features).__name__
         raise ValueError(f"features must be a [B, T, F] tensor of ids, got shape {shape}")
