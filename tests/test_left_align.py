@@ -90,6 +90,36 @@ def test_restored_marginals_are_each_sentence_s_own() -> None:
         assert bool((back[row][~keep[row]] == 0).all())
 
 
+def test_pairwise_marginals_are_refused_with_how_to_read_them() -> None:
+    """Pairwise marginals [B', T-1, K, K] had met the generic "values must be [B', T]":
+    they have no per-token positions. The refusal says how to read them on the aligned
+    batch, and that reading is checked here: row i's pair t is that of the kept tokens at
+    original positions positions[i, t] and positions[i, t + 1] of row rows[i]."""
+    emissions, tags = _sub_word_batch()
+    aligned = left_align(emissions, tags)
+    pairwise = posterior_marginals(*_chain(aligned.emissions), aligned.mask).pairwise
+    assert pairwise.shape[:2] == (5, 6)
+    told = [
+        r"look like pairwise \(transition\) marginals",
+        r"no per-token positions",
+        r"row i is original row aligned\.rows\[i\]",
+        r"pair t joins aligned positions t and t\+1",
+        r"aligned\.positions\[i, t\] and aligned\.positions\[i, t\+1\]",
+    ]
+    for values, dim in ((pairwise, 0), (pairwise[None].expand(2, -1, -1, -1, -1), 1)):
+        with pytest.raises(ValueError) as refused:
+            aligned.restore(values, dim=dim)
+        for said in told:
+            assert re.search(said, str(refused.value)), (said, str(refused.value))
+    keep = tags != PAD
+    for i, row in enumerate(aligned.rows.tolist()):
+        kept = keep[row].nonzero().squeeze(1)
+        own = posterior_marginals(*_chain(emissions[row][kept][None])).pairwise[0]
+        for t in range(len(kept) - 1):
+            assert aligned.positions[i, t] == kept[t] and aligned.positions[i, t + 1] == kept[t + 1]
+            torch.testing.assert_close(pairwise[i, t], own[t], rtol=0, atol=1e-12)
+
+
 def test_an_all_kept_batch_comes_back_unchanged() -> None:
     g = torch.Generator().manual_seed(1)
     emissions, tags = torch.randn(4, 5, 3, generator=g), torch.randint(0, 3, (4, 5), generator=g)

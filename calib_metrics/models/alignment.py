@@ -59,7 +59,10 @@ class LeftAligned(NamedTuple):
         for integer values). No host synchronisation.
 
         A result per sentence, ``[B']`` (a log normaliser, a sequence score), has no
-        tokens to restore: its ``i``-th entry is row ``rows[i]``'s.
+        tokens to restore: its ``i``-th entry is row ``rows[i]``'s. Nor have pairwise
+        marginals, ``[B', T-1, K, K]``, which are refused saying how to read them: row ``i``
+        is row ``rows[i]``, and pair ``t`` joins original positions ``positions[i, t]``
+        and ``positions[i, t+1]``.
 
         Example:
             >>> tags = torch.tensor([[-100, 2, -100, 1], [-100, -100, -100, -100]])
@@ -75,6 +78,18 @@ class LeftAligned(NamedTuple):
                 f"shape {tuple(values.shape)}{_PER_SENTENCE * (values.dim() < 2)}"
             )
         ahead = values.movedim((dim, dim + 1), (0, 1))
+        rows, length = self.mask.shape
+        if tuple(ahead.shape[:2]) == (rows, length - 1):
+            # One step short: a result per pair of adjacent aligned tokens, whose tokens
+            # need not be adjacent in the original row (a sub-word piece between them).
+            raise ValueError(
+                f"values of shape {tuple(values.shape)} are [B', T-1] = {(rows, length - 1)} "
+                f"at dims {dim} and {dim + 1}: these look like pairwise (transition) "
+                "marginals [B', T-1, K, K], which have no per-token positions to restore. "
+                "Read them on the aligned batch: row i is original row aligned.rows[i], and "
+                "pair t joins aligned positions t and t+1, i.e. original positions "
+                "aligned.positions[i, t] and aligned.positions[i, t+1]"
+            )
         if tuple(ahead.shape[:2]) != tuple(self.mask.shape):
             raise ValueError(
                 f"values must be [B', T] = {tuple(self.mask.shape)} at dims {dim} and "
