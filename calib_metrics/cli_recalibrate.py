@@ -90,19 +90,38 @@ def _summary(probs: Tensor, target: Tensor, groups, args, seed_offset: int) -> d
         generator=g, debias=True, interval=interval,
         groups=groups, method="percentile",
     )  # fmt: skip
-    q = probs.to(torch.float64).clamp(1e-12, 1 - 1e-12)
     y = target.to(torch.float64)
-    nll = -(y * q.log() + (1 - y) * (1 - q).log()).mean()
+    nll, ruled_out = binary_nll(probs, target)
     return {
         "calib_err": float(result.error),
         "lower": float(result.lower),
         "upper": float(result.upper),
         "accuracy": float(((probs >= 0.5).to(torch.float64) == y).to(torch.float64).mean()),
-        "nll": float(nll),
+        "nll": nll,
+        "labels_at_probability_0": ruled_out,
         "brier": float(((probs.to(torch.float64) - y) ** 2).mean()),
         "result": result,
         "interval": interval,
     }
+
+
+def binary_nll(probs: Tensor, target: Tensor) -> tuple[float, int]:
+    """The mean log loss of 0/1 ``target`` under ``probs``, not clamped, and how many
+    labels have probability 0: each makes it infinite, as a model that rules out what
+    happened deserves (a clamp at 1e-12 had given such a pair a finite 27.6, unsaid).
+
+    Example:
+        >>> import torch
+        >>> binary_nll(torch.tensor([1.0, 0.5]), torch.tensor([1, 0]))  # 0 · log 0 is 0
+        (0.34657359027997264, 0)
+        >>> binary_nll(torch.tensor([0.0, 0.5]), torch.tensor([1, 0]))
+        (inf, 1)
+    """
+    import torch
+
+    q, y = probs.to(torch.float64), target.to(torch.float64)
+    log_likelihood = torch.xlogy(y, q) + torch.xlogy(1 - y, 1 - q)
+    return float(-log_likelihood.mean()), int(torch.isneginf(log_likelihood).sum())
 
 
 def _write_probs(
@@ -514,9 +533,15 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         s = summary[which]
         missing = no_interval(s["lower"], s["upper"], units)
         interval = f" [{missing}]" if missing else f" [{s['lower']:.4f}, {s['upper']:.4f}]"
+        ruled_out = s["labels_at_probability_0"]
+        nll = (
+            f"inf ({counted(ruled_out, 'label')} at probability 0)"
+            if ruled_out
+            else f"{s['nll']:.4f}"
+        )
         print(
             f"  {which:6s} CalibErr {s['calib_err']:.4f}{interval}"
-            f"  accuracy {s['accuracy']:.4f}  NLL {s['nll']:.4f}  Brier {s['brier']:.4f}"
+            f"  accuracy {s['accuracy']:.4f}  NLL {nll}  Brier {s['brier']:.4f}"
         )
     d = summary["difference"]
     if d["p_value"] != d["p_value"]:  # NaN: too few units to resample, as compare says it

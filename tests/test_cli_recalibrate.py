@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 
 import pytest
 import torch
@@ -582,3 +583,43 @@ def test_plot_draws_before_and_after_on_one_x_axis(tmp_path, monkeypatch):
     assert [ax.get_xscale() for ax in diagrams] == ["logit", "logit"]
     # And one range, as their title says: each had its own, 1e-6 and 1e-4 from the ends.
     assert diagrams[0].get_xlim() == diagrams[1].get_xlim()
+
+
+def test_a_label_given_probability_0_makes_the_nll_infinite(files, tmp_path, capsys):
+    """The NLL had clamped probabilities to [1e-12, 1 - 1e-12], so a model that ruled out
+    an observed label scored a finite NLL (about 27.6 / N for that pair) and nothing said
+    so. Log loss is infinite there; the JSON (no inf in JSON) holds null and the count."""
+    (dev, *_), (_, q, y) = files
+    test = tmp_path / "ruled_out.csv"
+    rows = [(0.0, 1), (1.0, 1), (0.0, 0), *zip(q[:200].tolist(), y[:200].long().tolist())]
+    test.write_text("prob,label\n" + "".join(f"{a!r},{b}\n" for a, b in rows))
+    argv = ["recalibrate", str(dev), str(test), "--samples", "20", "--out",
+            str(tmp_path / "o.csv")]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["before"]["nll"] is None
+    assert summary["before"]["labels_at_probability_0"] == 1
+    # The temperature maps 0 inside (0, 1): after, every label has a probability.
+    assert summary["after"]["labels_at_probability_0"] == 0
+    assert 0 < summary["after"]["nll"] < float("inf")
+    assert main(argv) == 0
+    before = next(
+        line for line in capsys.readouterr().out.splitlines() if "before CalibErr" in line
+    )
+    assert "NLL inf (1 label at probability 0)" in before
+
+
+def test_certain_and_right_pairs_add_nothing_to_the_nll(files, tmp_path, capsys):
+    """0 * log 0 is 0: a probability of 1 on the observed label (or 0 on the other) costs
+    nothing, and the NLL is the mean over all pairs of the others' log losses."""
+    (dev, *_), (_, q, y) = files
+    q, y = q[:200].tolist(), y[:200].long().tolist()
+    test = tmp_path / "certain.csv"
+    rows = [(1.0, 1), (0.0, 0), *zip(q, y)]
+    test.write_text("prob,label\n" + "".join(f"{a!r},{b}\n" for a, b in rows))
+    assert main(["recalibrate", str(dev), str(test), "--samples", "20", "--json",
+                 "--out", str(tmp_path / "o.csv")]) == 0  # fmt: skip
+    summary = json.loads(capsys.readouterr().out)
+    losses = [-math.log(a if b else 1 - a) for a, b in zip(q, y)]
+    assert summary["before"]["nll"] == pytest.approx(sum(losses) / len(rows), rel=1e-12)
+    assert summary["before"]["labels_at_probability_0"] == 0
