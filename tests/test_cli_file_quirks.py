@@ -393,3 +393,28 @@ def test_loose_quoting_is_read_by_the_fast_reader(tmp_path, monkeypatch) -> None
         path.write_text(f'prob,note,label\n0.2,plain,0\n0.7,"5" screen,1\n0.4,x,"0{end}')
         with pytest.raises(ValueError, match=r"line 4: a quoted field .* never closes"):
             read_table(path)
+
+
+@pytest.mark.parametrize(
+    ("suffix", "cell"), [(".csv", '"[0.7, 0.2, 0.1]"'), (".tsv", "[0.7,0.2,0.1]")]
+)
+def test_a_text_cell_of_class_probabilities_names_the_multiclass_formats(
+    tmp_path, capsys, suffix, cell
+) -> None:
+    """A CSV cell '[0.7, 0.2, 0.1]' (multiclass probabilities in one column) had been told
+    to write decimal points for its commas; it is told where C probabilities per row go."""
+    sep = "," if suffix == ".csv" else "\t"
+    path = tmp_path / f"p{suffix}"
+    path.write_text(f"prob{sep}label\n0.3{sep}1\n{cell}{sep}0\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert f"p{suffix}: line 3, column 'prob' holds a list of 3 numbers" in line
+    assert "decimal comma" not in line
+    assert "an [N, C] array (.npy, .npz, .pt)" in line and "a JSON list per row" in line
+
+
+def test_a_json_string_of_class_probabilities_is_told_to_drop_the_quotes(tmp_path, capsys) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"prob": 0.3, "label": 1}\n{"prob": "[0.7, 0.2, 0.1]", "label": 0}\n')
+    line = one_line_error(capsys, "evaluate", path)
+    assert "column 'prob' holds a list of 3 numbers" in line and "written as text" in line
+    assert "decimal comma" not in line and "a JSON list, without quotes" in line

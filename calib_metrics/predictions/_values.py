@@ -172,15 +172,58 @@ def _not_a_number(
             over_lines = _over_lines(value, path, column, lines, i // per_row)
             if over_lines is not None:
                 return over_lines
+            where = f"{path}: {_row_of(lines, i, per_row, labels)}, column {column!r}"
+            listed = _listed_numbers(value, path)
+            if listed is not None:
+                return ValueError(f"{where} holds {listed}")
             hint = ""
             if isinstance(value, str) and "," in value:
                 hint = "; decimal commas are not read: write 0.9, not 0,9"
             shown = repr(value if len(str(value)) <= 40 else str(value)[:37] + "...")
-            return ValueError(
-                f"{path}: {_row_of(lines, i, per_row, labels)}, column {column!r} holds a "
-                f"non-numeric value {shown}{hint}"
-            )
+            return ValueError(f"{where} holds a non-numeric value {shown}{hint}")
     return ValueError(f"{path}: column {column!r} holds a non-numeric value")
+
+
+# The layouts that hold C probabilities per row (README, "Command line").
+MULTICLASS_LAYOUTS = (
+    "C probabilities per row go in an [N, C] array (.npy, .npz, .pt) or a JSON list per "
+    "row (.json, .jsonl), beside one class id per row"
+)
+
+
+def _listed_numbers(value: Any, path: Path) -> str | None:
+    """What to say of a text cell that is a bracketed list of numbers, ``[0.7, 0.2, 0.1]``:
+    a row's class probabilities, which a text cell cannot hold (its commas had drawn the
+    hint at decimal commas); None for any other value.
+
+    Example:
+        >>> print(_listed_numbers("[0.7, 0.2, 0.1]", Path("p.csv")))
+        ... # doctest: +ELLIPSIS
+        a list of 3 numbers '[0.7, 0.2, 0.1]', as a row's class probabilities are written; ...
+        >>> _listed_numbers("0,7", Path("p.csv")) is None
+        True
+    """
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if len(text) < 2 or (text[0], text[-1]) not in (("[", "]"), ("(", ")")):
+        return None
+    items = text[1:-1].replace(",", " ").split()
+    try:
+        [float(item) for item in items]
+    except ValueError:
+        return None
+    if not items:
+        return None
+    shown = repr(text if len(text) <= 40 else text[:37] + "...")
+    said = f"a list of {len(items)} number{'s' * (len(items) > 1)} {shown}"
+    if path.suffix.lower() in (".json", ".jsonl", ".ndjson"):
+        # The list is there, but quoted: JSON reads it as one string.
+        return f"{said}, written as text: write it as a JSON list, without quotes"
+    return (
+        f"{said}, as a row's class probabilities are written; a text cell holds one "
+        f"number: {MULTICLASS_LAYOUTS}"
+    )
 
 
 def _over_lines(
