@@ -192,7 +192,7 @@ def run_timed(make: Callable[[], Metric], n: int, q, y, batch: int, device: str)
 
 def throughput(args: argparse.Namespace) -> list[dict]:
     # Below 10 bins of BIN_SIZE (N < 5·10⁴: --n 1e3 1e4) every fresh metric warns that
-    # few bins cannot show miscalibration, on every timed run: expected here, where the
+    # few bins can hide miscalibration, on every timed run: expected here, where the
     # time is what is measured, and silenced (a warning per run had flooded the output).
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=FEW_BINS, category=UserWarning)

@@ -1214,7 +1214,7 @@ def warn_if_few_bins(
     per_class: bool = False,
 ) -> None:
     """A UserWarning (one ``warning:`` line of the command) when the bins are too few to
-    show miscalibration, or hold one pair for a debiased error
+    show miscalibration that cancels across probabilities, or hold one pair for a debiased error
     (:func:`calib_metrics.few_bins.few_bins_message`, naming the command's options;
     ``per_class``: the bins are each class's).
 

@@ -460,7 +460,7 @@ def _before_after(args: argparse.Namespace, dev, test, before: Tensor, after: Te
         ),
     }
     # As evaluate and compare say it: before/after errors of fewer than 10 bins (a small
-    # test file) cannot show miscalibration, and had been printed without a word.
+    # test file) can hide miscalibration, and had been printed without a word.
     warn_if_few_bins(
         [summary[which]["result"].bins for which in ("before", "after")],
         binning="adaptive", bin_size="auto", n_bins=15, debias=True,

@@ -617,7 +617,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None, s
 class _SaidSoFar(Sequence[str]):
     """The warnings the command has said, read when the page is done (those of drawing its
     figures too), without the terminal's prefix: a page of one bin from 3 pairs had shown
-    CalibErr 0.0000 without the warning that one bin scores about 0 for any model."""
+    CalibErr 0.0000 without the warning that one bin measures only |mean q - mean y|."""
 
     def __init__(self, lines: list[str]) -> None:
         self._lines = lines

@@ -2,11 +2,12 @@
 
 One rule for the metric (:class:`~calib_metrics.CalibrationError` warns once) and the
 command line (one ``warning:`` line on stderr): fewer than ``MIN_BINS`` bins. With one
-bin, q̂ and p̂ are the overall means, and a model whose mean prediction matches the base
-rate scores about 0 however miscalibrated it is. And, for the debiased error, a bin of
-one pair: a single label has no variance to subtract (p̂(1 − p̂) = 0), so the bin keeps
-its plug-in square, biased up by about q(1 − q)/N (perfectly calibrated pairs in
-``bin_size=1`` bins score exactly the plug-in error, 0.41).
+bin, q̂ and p̂ are the overall means: the error measures only |mean probability - mean
+label|, about 0 for a model whose mean prediction matches the base rate (one fitted by
+maximum likelihood with an intercept) however miscalibrated it is. And, for the debiased
+error, a bin of one pair: a single label has no variance to subtract (p̂(1 − p̂) = 0), so
+the bin keeps its plug-in square, biased up by about q(1 − q)/N (perfectly calibrated
+pairs in ``bin_size=1`` bins score exactly the plug-in error, 0.41).
 """
 
 from __future__ import annotations
@@ -16,8 +17,14 @@ from collections.abc import Sequence
 
 from calib_metrics.functional.binning import Bins, single_label_bins
 
-# Fewer bins than this cannot show miscalibration (one bin scores about 0 for any model).
+# Fewer bins than this can hide miscalibration: one bin sees only the overall means.
 MIN_BINS = 10
+# What one bin measures, said beside the warning's count: "one bin scores about 0 for any
+# model" had been said, untrue of a model whose mean probability misses the base rate.
+ONE_BIN = (
+    "(one bin measures only |mean probability - mean label|, blind to any that cancels "
+    "across probabilities)"
+)
 
 
 def option(name: str, value: object, cli: bool = False) -> str:
@@ -52,8 +59,8 @@ def few_bins_message(
     cli: bool = False,
     per_class: bool = False,
 ) -> str | None:
-    """Why the error of these bins (one set, or one per class: the fewest counts) cannot
-    show miscalibration, with what to do; None when there are ``MIN_BINS`` or more (and,
+    """Why the error of these bins (one set, or one per class: the fewest counts) can hide
+    miscalibration, with what to do; None when there are ``MIN_BINS`` or more (and,
     with ``debias``, no bin of one pair: :func:`single_pair_message`). ``per_class``: the
     bins are each class's (classwise, ``average=None``), and the count is said per class.
 
@@ -65,8 +72,9 @@ def few_bins_message(
         >>> three = Bins(torch.rand(3), torch.rand(3), torch.tensor([4.0, 4.0, 4.0]))
         >>> few_bins_message([three], binning="adaptive", bin_size="auto", n_bins=15)
         "only 3 bins from 12 pairs (bin_size='auto'); with fewer than 10 bins the error \
-cannot show miscalibration (one bin scores about 0 for any model): measure more pairs \
-(bin_size='auto' makes about sqrt(N) bins)"
+can hide miscalibration (one bin measures only |mean probability - mean label|, blind to any \
+that cancels across probabilities): measure more pairs (bin_size='auto' makes about sqrt(N) \
+bins)"
     """
     fewest = min(bins, key=lambda b: b.count.numel())
     count = fewest.count.numel()
@@ -100,7 +108,7 @@ cannot show miscalibration (one bin scores about 0 for any model): measure more 
     return (
         f"only {count} bin{'s' * (count != 1)} from {n_pairs} pair{'s' * (n_pairs != 1)}"
         f"{where} ({setting}); with fewer than {MIN_BINS} bins the error "
-        f"cannot show miscalibration (one bin scores about 0 for any model): {fix}"
+        f"can hide miscalibration {ONE_BIN}: {fix}"
     )
 
 
@@ -139,15 +147,15 @@ lower n_bins (now 4) or use binning='adaptive'
 
 
 def adaptive_bins_message(bin_size: int, n_items: int, items: str = "pairs") -> str | None:
-    """Why a command's ``--bin-size`` cannot show miscalibration on ``n_items`` pairs (adaptive
+    """Why a command's ``--bin-size`` can hide miscalibration on ``n_items`` pairs (adaptive
     bins of ``bin_size`` make ``max(1, n_items // bin_size)`` of them), said before the
     pairs are binned; None with ``MIN_BINS`` or more. ``items`` names the pairs.
 
     Example:
         >>> adaptive_bins_message(100_000, 20_000, "pairs of each setting")
         '--bin-size 100000 makes 1 bin of the 20000 pairs of each setting; with fewer than \
-10 bins the error cannot show miscalibration (one bin scores about 0 for any model): use a \
---bin-size of at most 2000'
+10 bins the error can hide miscalibration (one bin measures only |mean probability - mean \
+label|, blind to any that cancels across probabilities): use a --bin-size of at most 2000'
     """
     n_bins = max(1, n_items // bin_size)
     if n_bins >= MIN_BINS:
@@ -155,8 +163,8 @@ def adaptive_bins_message(bin_size: int, n_items: int, items: str = "pairs") -> 
     fix = f": use a --bin-size of at most {n_items // MIN_BINS}" if n_items >= MIN_BINS else ""
     return (
         f"--bin-size {bin_size} makes {n_bins} bin{'s' * (n_bins != 1)} of the {n_items} "
-        f"{items}; with fewer than {MIN_BINS} bins the error cannot show miscalibration "
-        f"(one bin scores about 0 for any model){fix}"
+        f"{items}; with fewer than {MIN_BINS} bins the error can hide miscalibration "
+        f"{ONE_BIN}{fix}"
     )
 
 

@@ -160,7 +160,7 @@ class CalibrationError(_StatesKeepTheirDtype):
     correction and use the plug-in) and the recentred bootstrap interval over pairs, or
     over groups when ``update`` is given ``groups=``. The paper's method is
     ``CalibrationError(debias=False, bin_size=5000, interval="paper")``. Fewer than 10
-    bins cannot show miscalibration: the metric then warns, once. Fewer than 10
+    bins can hide miscalibration: the metric then warns, once. Fewer than 10
     resampling units (pairs, or groups) give no bootstrap interval: NaN ends, with a
     warning.
 

@@ -72,6 +72,24 @@ def test_one_bin_no_longer_hides_independent_labels() -> None:
         assert paper.compute() < 1e-3
 
 
+def test_the_few_bins_warning_says_what_one_bin_measures() -> None:
+    """It had said one bin "scores about 0 for any model": a model whose mean probability
+    misses the base rate scores that gap (0.4 here); one that matches it scores about 0,
+    however it errs from one probability to another."""
+    from calib_metrics.few_bins import adaptive_bins_message
+
+    q = torch.full((400,), 0.9, dtype=torch.float64)
+    y = (torch.arange(400) % 2).to(torch.float64)
+    metric = CalibrationError(debias=False, bin_size=400)
+    metric.update(q, y)
+    with pytest.warns(UserWarning, match="only 1 bin from 400 pairs") as caught:
+        assert metric.compute().item() == pytest.approx(0.4, rel=1e-12)
+    said = str(caught[0].message)
+    truth = "one bin measures only |mean probability - mean label|, blind to any that cancels"
+    for message in (said, adaptive_bins_message(1000, 400)):
+        assert truth in message and "for any model" not in message
+
+
 def test_paper_setting_is_one_call_away() -> None:
     q, y = overconfident(12000)
     metric = CalibrationError(debias=False, bin_size=5000, interval="paper", seed=4)

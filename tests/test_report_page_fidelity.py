@@ -21,7 +21,7 @@ def _calibrated_pairs(path: Path, n: int) -> Path:
 
 
 def test_the_page_carries_the_commands_warnings(tmp_path: Path, capsys) -> None:
-    """Three pairs make one bin, whose error is about 0 for any model: the terminal said
+    """Three pairs make one bin, whose error sees only the overall means: the terminal said
     so, the page showed CalibErr 0.0000 alone."""
     data = tmp_path / "tiny.csv"
     data.write_text("prob,label\n0.9,1\n0.2,0\n0.6,0\n")

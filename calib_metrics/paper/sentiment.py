@@ -480,7 +480,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     data, n_features = _features(texts, tokenize, parts, corpus)
     test_y = corpus.labels[parts[2]]
     bin_size = args.bin_size or max(1, len(test_y) // 10)
-    # As evaluate says it: one bin scores about 0.
+    # As evaluate says it: one bin sees only the overall means.
     warn_if_few_adaptive_bins(bin_size, len(test_y), f"test {_items(corpus.name)}", at_once=True)
     results: dict[str, Any] = {
         "experiment": "sentiment",
