@@ -742,7 +742,8 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     if "per_label" in summary:
         from calib_metrics.cli_report import label_lines
 
-        print(f"per label ({len(summary['per_label'])}):")
+        rows_note = f"; {summary['per_label_note']}" if "per_label_note" in summary else ""
+        print(f"per label ({len(summary['per_label'])}{rows_note}):")
         print("\n".join(label_lines(summary["per_label"], resampled_units(args.interval))))
     if args.plot:
         print(f"reliability diagram: {visible_controls(str(args.plot))}")
@@ -789,6 +790,9 @@ def evaluate(args: argparse.Namespace) -> dict:
     if labels is not None:
         per_label, label_groups = labels
         summary["per_label"] = cli_report.label_summary(per_label, label_groups)
+        rows_note = None if args.label is not None else cli_report.class_rows_note(args.mode)
+        if rows_note:
+            summary["per_label_note"] = rows_note
     panels = None
     if args.mode == "classwise" and (args.plot or args.html):
         from calib_metrics.cli_classwise import class_panels

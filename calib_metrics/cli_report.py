@@ -159,6 +159,26 @@ def _label_pairs(args: argparse.Namespace, probs: Tensor, target: Tensor, groups
     return None
 
 
+def class_rows_note(mode: str) -> str | None:
+    """What a multiclass file's per-label rows are under ``mode``: each class's one-vs-rest
+    pairs in every mode (:func:`_label_pairs`), said where the mode's own pairs are others
+    (a top-label page's rows had read as top-label pairs by class); None for one-vs-rest,
+    whose pooled pairs they are.
+
+    Example:
+        >>> print(class_rows_note("top_label"))
+        each class's one-vs-rest pairs (its probability vs [target = class]), not top-label pairs
+        >>> class_rows_note("one_vs_rest") is None
+        True
+    """
+    said = "each class's one-vs-rest pairs (its probability vs [target = class])"
+    if mode == "top_label":
+        return f"{said}, not top-label pairs"
+    if mode == "classwise":
+        return f"{said}, the classes the classwise error averages"
+    return None
+
+
 def evaluate_per_label(
     args: argparse.Namespace,
     probs: Tensor,

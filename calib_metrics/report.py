@@ -815,7 +815,8 @@ def evaluate_page(
     if per_label:
         groups = {k: row["groups"] for k, row in summary.get("per_label", {}).items()
                   if "groups" in row}  # fmt: skip
-        sections.append(_evaluate_labels(per_label, estimator, _units(summary), groups))
+        note = summary.get("per_label_note")
+        sections.append(_evaluate_labels(per_label, estimator, _units(summary), groups, note))
     table = _model_bins(summary, result, "bins-table")
     sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))
@@ -971,9 +972,11 @@ def _evaluate_labels(
     estimator: Estimator,
     units: str,
     groups: Mapping[str, int],
+    note: str | None = None,
 ) -> str:
     """The per-label section: chart, and each label's pairs (and ``groups``, where the
-    interval resamples them: the compare page's rule), error and interval."""
+    interval resamples them: the compare page's rule), error and interval; ``note`` says
+    what the rows are where the mode's pairs are others (the compare page's note)."""
     order = sorted(per_label, key=lambda k: -float(per_label[k].error))
     chart = _per_label_chart(per_label, order, estimator)
     rows = [
@@ -988,6 +991,7 @@ def _evaluate_labels(
     table = _table(header, rows, table_id="per-label-table", names_shown=True)
     return (
         f'<section id="per-label"><h2>Per label ({counted(len(order), "label")})</h2>'
+        + (f"<p>Note: the rows are {_text(note, one_line=True)}.</p>" if note else "")
         + _figure(
             chart,
             "Each label's pairs binned and measured on their own, with the "
