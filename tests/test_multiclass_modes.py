@@ -87,6 +87,27 @@ def test_torchmetrics_float32_sums_and_phantom_bin_against_float64_reference() -
     assert got == pytest.approx(expected, rel=1e-12)  # ... ours is not
 
 
+@pytest.mark.parametrize("norm", ["l2", "max"])
+def test_top_label_confidence_of_one_beside_the_last_bin_differs_from_torchmetrics(norm) -> None:
+    """docs/measures.md's exception: rows of confidence exactly 1 beside confidences in
+    [0.9, 1) fall in one last bin here (the float64 brute force) and in two bins in
+    torchmetrics, whose l2 and max are then larger."""
+    probs, target = softmax_data(2000, 3, seed=5, scale=3.0)
+    probs = probs.double()
+    certain = torch.arange(2000) % 10 == 0  # one row in ten one-hot at its argmax
+    probs[certain] = torch.nn.functional.one_hot(probs[certain].argmax(-1), 3).double()
+    confidence, correct = top_label_pairs(probs, target)
+    assert (confidence == 1).sum() == 200 and ((confidence >= 0.9) & (confidence < 1)).any()
+    got = calibration_error(
+        probs, target, binning="uniform", n_bins=10, norm=norm, mode="top_label", debias=False
+    ).item()
+    assert got == pytest.approx(
+        ref.error(ref.uniform_bins(confidence, correct, 10), norm), rel=1e-12
+    )
+    peer = multiclass_calibration_error(probs, target, 3, n_bins=10, norm=norm).item()
+    assert got < peer - 0.01
+
+
 def _torchmetrics_multiclass_cases():
     """torchmetrics' multiclass inputs 1, 2, 4, 5 (probs, logits, ×EXTRA_DIM) as probs [..., C]."""
     g = torch.Generator().manual_seed(42)
@@ -105,6 +126,7 @@ def _torchmetrics_multiclass_cases():
         target = torch.randint(classes, target_shape, generator=g)
         if "multidim" in name:
             preds = preds.movedim(2, -1)  # torchmetrics' [N, C, E] -> this library's [..., C]
+        assert (preds.max(-1).values < 1).all()  # no phantom bin of torchmetrics' here
         out.append(pytest.param(preds, target, id=name))
     return out
 

@@ -17,6 +17,7 @@ through a sigmoid first since this library takes probabilities.
 from __future__ import annotations
 
 import pytest
+import reference as ref
 import torch
 from torchmetrics.classification import BinaryCalibrationError
 from torchmetrics.functional.classification import binary_calibration_error
@@ -30,8 +31,11 @@ def off_edge_data(n: int, seed: int, n_bins: int, a: float, shift: float):
     q = torch.distributions.Beta(a, a).sample((n,)).to(torch.float64)
     scaled = q * n_bins
     near_edge = (scaled - scaled.round()).abs() < 1e-6
+    # Below 1: a q of exactly 1 beside others in the last bin is where the two differ
+    # (test_q_equal_one_beside_the_last_bin_is_the_documented_difference).
     q = torch.where(near_edge, q + 1e-5, q).clamp(0, 1 - 1e-7)
     q[0] = 0.0  # the lower edge of the first bin is shared by both conventions
+    assert (q < 1).all()
     y = torch.bernoulli((q + shift).clamp(0, 1), generator=g).long()
     return q, y
 
@@ -117,6 +121,44 @@ def test_q_equal_one_is_the_documented_difference() -> None:
     assert got.item() == pytest.approx(abs(0.975 - 0.5))
 
 
+def _pairs_with_ones(last_bin_labels: str, seed: int = 0):
+    """300 pairs below 0.9, 100 in the last of 10 bins, [0.9, 1), and 50 of q = 1 whose
+    labels are half 1 (their gap, mean q - mean y, about +0.5); the last bin's gap is
+    negative ("all 1"), positive ("overconfident") or there is no last bin ("empty")."""
+    g = torch.Generator().manual_seed(seed)
+    low = torch.rand(300, generator=g, dtype=torch.float64) * 0.9
+    last = 0.9 + 0.0999 * torch.rand(100, generator=g, dtype=torch.float64)
+    if last_bin_labels == "empty":
+        last = last[:0]
+    ones = torch.ones(50, dtype=torch.float64)
+    y_last = torch.ones_like(last)
+    if last_bin_labels == "overconfident":
+        y_last = torch.bernoulli(last - 0.15, generator=g)
+    q = torch.cat([low, last, ones])
+    y = torch.cat([torch.bernoulli(low, generator=g), y_last, (torch.arange(50) % 2).double()])
+    return q, y
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "max"])
+@pytest.mark.parametrize("last_bin_labels", ["all 1", "overconfident", "empty"])
+def test_q_equal_one_beside_the_last_bin_is_the_documented_difference(
+    norm, last_bin_labels
+) -> None:
+    """docs/measures.md: torchmetrics bins q = 1 beyond the last edge; where the last bin
+    holds other pairs too, ours (q = 1 in the last bin, as the float64 brute force) is
+    never larger, l2 and max differ, and l1 differs when the two parts' gaps have
+    opposite signs. q = 1 alone in the last bin gives the same bins, and equality."""
+    q, y = _pairs_with_ones(last_bin_labels)
+    got = calibration_error(q, y, binning="uniform", n_bins=10, norm=norm, debias=False).item()
+    assert got == pytest.approx(ref.error(ref.uniform_bins(q, y, 10), norm), rel=1e-12)
+    peer = binary_calibration_error(q, y.long(), n_bins=10, norm=norm).item()
+    differs = last_bin_labels == "all 1" or (last_bin_labels != "empty" and norm != "l1")
+    if differs:
+        assert got < peer - 0.01
+    else:
+        assert got == pytest.approx(peer, rel=1e-12)
+
+
 def _torchmetrics_binary_cases():
     """torchmetrics' binary inputs 1, 2, 4, 5 (probs, logits, ×EXTRA_DIM), as probabilities."""
     g = torch.Generator().manual_seed(42)
@@ -133,6 +175,7 @@ def _torchmetrics_binary_cases():
     for name, preds in cases.items():
         target = torch.randint(2, preds.shape, generator=g)
         q = preds.sigmoid() if "logits" in name else preds
+        assert (q < 1).all()  # no phantom bin of torchmetrics' in its own cases
         out.append(pytest.param(q, target, id=name))
     return out
 

@@ -7,7 +7,8 @@ becomes binary pairs in one of three ways (``mode``):
   (q = probs[c], y = [target = c]), all pooled into one set of pairs.
 * ``"top_label"``: one pair per item, the confidence q = max_c probs[c] and
   y = [argmax_c probs = target] (the first maximum wins a tie, as in ``torch.max``).
-  This is torchmetrics' ``MulticlassCalibrationError`` (equal-width bins), and
+  This is torchmetrics' ``MulticlassCalibrationError`` (equal-width bins; but for a
+  confidence of exactly 1 beside others in the last bin, which torchmetrics bins apart), and
   torch-uncertainty's adaptive calibration error where their equal-mass bins coincide
   (N a multiple of its ``n_bins``, ``bin_size=N // n_bins``, no tied confidences).
 * ``"classwise"``: C sets of pairs, one per class (q = probs[c], y = [target = c]);
