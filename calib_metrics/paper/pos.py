@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 import torch
 from tqdm import tqdm
 
+from calib_metrics.few_bins import warn_if_few_adaptive_bins
 from calib_metrics.functional import calibration_error_ci
 from calib_metrics.functional.calibration import MAX_BIN_SIZE
 from calib_metrics.models.crf import CRFTagger, length_chunks
@@ -793,6 +794,9 @@ def _print_summary(results: dict[str, Any], out: Path) -> None:
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     out = report.output_folder(args.out)
     c = _corpus(args)
+    # As sentiment and demo say it, before the minutes of training: one bin scores about 0.
+    n_queries = int(c["test"].mask.sum()) * c["shape"][0]
+    warn_if_few_adaptive_bins(args.bin_size, n_queries, "test queries of all tags", at_once=True)
     trained, selection, sizes = _taggers(args, c, out)
     test, tag_names = c["test"], c["tags"].itos
     if test.words.shape[1] < 2:
