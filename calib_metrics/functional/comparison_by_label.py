@@ -49,13 +49,14 @@ difference anywhere and 8,000 draws, labels of 20 pairs each had a family-wise e
 0.11–0.13 (50 and 100 labels) and labels of 30 pairs 0.09 (100 labels); labels of 50
 pairs held it, 0.03–0.04, and of 200 pairs 0.06 ± 0.02 (``docs/coverage.md``, "Per-label
 comparisons"). So labels of fewer than ``min_units`` resampling units (pairs, items of
-``[N, C]`` input, or groups; ``SMALL_LABEL_UNITS`` = 50 by default) stay out of the
-correction's family and are never called (``not_tested`` counts them, with a warning);
-from ``MIN_UNITS`` (10) units up they still get their difference, interval and
-uncorrected p-value. ``min_units=10`` calls those anyway, as before 2026-11-29, with a
-warning that their family-wise error is not held. A label of fewer than ``MIN_UNITS``
-units has no interval and no p-value (too few units to resample) and cannot be called,
-whatever ``min_units``.
+``[N, C]`` input, or groups; ``SMALL_LABEL_UNITS`` = 50 by default; those of all the
+label's pairs, whatever their labels, so a rare class's one-vs-rest label over every
+item counts every item or group) stay out of the correction's family and are never
+called (``not_tested`` counts them, with a warning); from ``MIN_UNITS`` (10) units up
+they still get their difference, interval and uncorrected p-value. ``min_units=10``
+calls those anyway, as before 2026-11-29, with a warning that their family-wise error is
+not held. A label of fewer than ``MIN_UNITS`` units has no interval and no p-value (too
+few units to resample) and cannot be called, whatever ``min_units``.
 """
 
 from __future__ import annotations

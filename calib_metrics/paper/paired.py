@@ -149,9 +149,10 @@ def by_label(
 
     Returns the counts (``a_better``, ``b_better``, ``not_distinguishable``, ``of``), the
     correction, level and number of draws (:func:`draws`), and per label its
-    difference, interval, p-value, adjusted p-value, verdict and (under ``"_result"``, for
-    figures; not JSON) its ``ComparisonResult``. ``groups`` (``[n]`` or ``[L, n]``) are
-    resampled whole within each label.
+    difference, interval, p-value, adjusted p-value, verdict, the groups holding its
+    positives (``holding``, with ``groups`` given; :func:`holding_groups`) and (under
+    ``"_result"``, for figures; not JSON) its ``ComparisonResult``. ``groups`` (``[n]`` or
+    ``[L, n]``) are resampled whole within each label.
 
     Example:
         >>> g = torch.Generator().manual_seed(0)
@@ -182,9 +183,11 @@ def by_label(
             **(RECOMMENDED | {"n_samples": samples}),
         )  # fmt: skip
     fields = ("difference", "lower", "upper", "p_value", "adjusted_p_value")
+    holding = None if groups is None else holding_groups(y, groups)
     per_label = {
         names[int(label)]: {k: float(getattr(r, k)[i]) for k in fields}
         | {"verdict": int(r.verdict[i]), "_result": r.per_label[i]}
+        | ({} if holding is None else {"holding": holding[int(label)]})
         for i, label in enumerate(r.labels.tolist())
     }
     return {
@@ -196,6 +199,39 @@ def by_label(
         "alpha": r.alpha,
         "samples": samples,
         "per_label": per_label,
+    }
+
+
+def holding_groups(y: Tensor, groups: Tensor) -> list[int]:
+    """How many groups hold each label's positives, for labels ``y`` laid out ``[L, n]`` and
+    ``groups`` ``[n]`` or ``[L, n]``. A label of one-vs-rest queries over every item (a
+    tag's over every token) spans every group, and the library's rule that leaves labels
+    of few resampling units uncalled counts those all; this counts the few a rare label's
+    positives lie in.
+
+    Example:
+        >>> y = torch.tensor([[1, 1, 0, 0, 1], [0, 0, 0, 0, 0]])
+        >>> holding_groups(y, torch.tensor([0, 0, 1, 2, 2]))
+        [2, 0]
+    """
+    groups = groups.expand_as(y)
+    return [int(torch.unique(g[row > 0]).numel()) for row, g in zip(y, groups, strict=True)]
+
+
+def called_on_few(result: dict[str, Any], fewest: int) -> dict[str, int]:
+    """The labels of a :func:`by_label` result called better either way although fewer than
+    ``fewest`` groups hold their positives: label to that count.
+
+    Example:
+        >>> called_on_few({"per_label": {"GW": {"verdict": 1, "holding": 16},
+        ...                              "NN": {"verdict": -1, "holding": 900},
+        ...                              "LS": {"verdict": 0, "holding": 1}}}, 50)
+        {'GW': 16}
+    """
+    return {
+        label: d["holding"]
+        for label, d in result["per_label"].items()
+        if d["verdict"] != 0 and d.get("holding", fewest) < fewest
     }
 
 
