@@ -42,8 +42,9 @@ def test_pos_warns_of_too_few_bins_before_training(tmp_path: Path, monkeypatch) 
     said = _warned_before_training(pos.run, _pos_args(tmp_path, "--bin-size", "1000000"))
     assert said == [
         f"--bin-size 1000000 makes 1 bin of the {n_queries} test queries of all tags; with "
-        "fewer than 10 bins the error cannot show miscalibration (one bin scores about 0 for "
-        f"any model): use a --bin-size of at most {n_queries // 10}"
+        "fewer than 10 bins the error can hide miscalibration (one bin measures only |mean "
+        "probability - mean label|, blind to any that cancels across probabilities): use a "
+        f"--bin-size of at most {n_queries // 10}"
     ]
     # Bins enough: nothing said.
     assert not _warned_before_training(pos.run, _pos_args(tmp_path, "--bin-size", "10"))
