@@ -715,6 +715,24 @@ def test_classwise_bins_are_logged_class_by_class(tmp_path: Path) -> None:
     assert "| bin | class |" in text and "| 0 | A |" in text
 
 
+@pytest.mark.parametrize("norm", ["l1", "max"])
+def test_text_tab_names_the_norm_as_the_figures_do(tmp_path: Path, norm: str) -> None:
+    """The Text tab had headed an l1 or max error "CalibErr **0.14775**" and its per-class
+    table "| class | CalibErr |", the paper's RMS name, while the same epoch's diagram said
+    "CalibErr (l1)"."""
+    cb = monitor(norm=norm, per_class=True)
+    logger = DuckLogger()
+    logger._experiment = experiment = TensorExperiment()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer(tmp_path, 1, logger=logger, callbacks=[cb]).validate(
+            TinyTagger(), loaders()[1], verbose=False
+        )
+    lines = experiment.texts["val/calib_bins"].splitlines()
+    assert lines[0].startswith(f"CalibErr ({norm}) **{cb.history[-1]['error']:.5f}**")
+    assert f"| class | CalibErr ({norm}) | lower | upper |" in lines
+
+
 def test_state_dict_round_trip_and_state_key() -> None:
     cb = monitor()
     cb.history.append({"epoch": 0, "error": 0.1})

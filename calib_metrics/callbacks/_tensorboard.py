@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from calib_metrics.functional.calibration import CalibrationResult
+from calib_metrics.plot._text import error_name
 from calib_metrics.wording import level_text
 
 BIN_COLUMNS = ("pred_mean", "freq", "count")
@@ -199,11 +200,13 @@ def bins_markdown(
     confidence: float,
     bins: Tensor | None = None,
     labels: Sequence[str] = (),
+    norm: str = "l2",
 ) -> str:
     """A markdown table of the bins, headed by the error and its interval (TensorBoard's Text tab).
 
     ``bins``: the rows, default the result's (:func:`bins_tensor`); rows of
-    :func:`classwise_bins_tensor` get a class column, named by ``labels``.
+    :func:`classwise_bins_tensor` get a class column, named by ``labels``. ``norm``: the
+    error's, named as the figures name it (:func:`~calib_metrics.plot.error_name`).
 
     Example:
         >>> from calib_metrics.functional import calibration_error_ci
@@ -211,13 +214,16 @@ def bins_markdown(
         >>> text = bins_markdown(calibration_error_ci(p, (p > 0.5).float(), bin_size=20), 0.95)
         >>> text.splitlines()[2]
         '| bin | q̂ (mean prediction) | p̂ (frequency) | pairs |'
+        >>> bins_markdown(calibration_error_ci(
+        ...     p, (p > 0.5).float(), bin_size=20, norm="l1"), 0.95, norm="l1")[:15]
+        'CalibErr (l1) *'
     """
     n = result_numbers(result)
     rows = bins_tensor(result) if bins is None else bins
     by_class = rows.shape[1] > len(BIN_COLUMNS)
     head, rule = (" class |", "---|") if by_class else ("", "")
     lines = [
-        f"CalibErr **{n['error']:.5f}**, {level_text(confidence)} interval "
+        f"{error_name(norm)} **{n['error']:.5f}**, {level_text(confidence)} interval "
         f"[{n['lower']:.5f}, {n['upper']:.5f}] (sampled mean {n['mean']:.5f}, "
         f"std {n['std']:.5f})",
         "",
@@ -247,8 +253,11 @@ def per_class_tensor(results: Sequence[CalibrationResult]) -> Tensor:
     return torch.tensor(rows, dtype=torch.float64)
 
 
-def per_class_markdown(results: Sequence[CalibrationResult], labels: Sequence[str]) -> str:
-    """A markdown table of each class's error and interval.
+def per_class_markdown(
+    results: Sequence[CalibrationResult], labels: Sequence[str], norm: str = "l2"
+) -> str:
+    """A markdown table of each class's error and interval, the error named as the
+    figures name it (``CalibErr (max)`` for ``norm="max"``).
 
     Example:
         >>> from calib_metrics.functional import calibration_error_ci
@@ -257,7 +266,7 @@ def per_class_markdown(results: Sequence[CalibrationResult], labels: Sequence[st
         >>> per_class_markdown([r], ["NN"]).splitlines()[0]
         '| class | CalibErr | lower | upper |'
     """
-    lines = ["| class | CalibErr | lower | upper |", "|---|---:|---:|---:|"]
+    lines = [f"| class | {error_name(norm)} | lower | upper |", "|---|---:|---:|---:|"]
     for label, r in zip(labels, results, strict=True):
         n = result_numbers(r)
         lines.append(f"| {label} | {n['error']:.5f} | {n['lower']:.5f} | {n['upper']:.5f} |")

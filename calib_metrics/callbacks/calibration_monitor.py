@@ -976,9 +976,10 @@ class CalibrationMonitor(Callback):
                     global_step=step,
                 )
         if tb.has_method(experiment, "add_text"):
-            text = tb.bins_markdown(result, self.confidence, bins, self.class_names)
+            norm = self.metric.norm  # named as the figures name it
+            text = tb.bins_markdown(result, self.confidence, bins, self.class_names, norm)
             if per_class is not None:
-                text += "\n\n" + tb.per_class_markdown(per_class, self.class_names)
+                text += "\n\n" + tb.per_class_markdown(per_class, self.class_names, norm)
             experiment.add_text(f"{self.prefix}/calib_bins{suffix}", text, global_step=step)
         if tb.has_method(experiment, "flush"):
             experiment.flush()
