@@ -374,7 +374,9 @@ def test_a_checkpoint_without_a_temperature_gives_none():
     empty = TemperatureRecalibration()
     empty.load_state_dict(empty.state_dict())  # saved before fit ended: nothing to restore
     assert empty.recalibrator is None
-    for bad in (-1.0, math.inf, math.nan):  # inf had been restored: uniform predictions
+    # inf had been restored: uniform predictions; 0.0 had been read by temperature_in as
+    # no temperature, while restoring the same checkpoint refused it.
+    for bad in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(ValueError, match="positive finite float"):
             empty.load_state_dict({"temperature": bad})
         saved = {"callbacks": {"TemperatureRecalibration": {"temperature": bad, "prefix": "r"}}}

@@ -431,12 +431,7 @@ class TemperatureRecalibration(Callback):
                 self.recalibrator = None
                 self._restored = True
             return
-        if not isinstance(temperature, float) or not 0 < temperature < math.inf:
-            # inf too: restored, it made every prediction uniform without a word.
-            raise ValueError(
-                f"TemperatureRecalibration: a checkpoint's temperature must be a positive "
-                f"finite float, got {temperature!r}"
-            )
+        _check_saved_temperature(temperature)
         self.recalibrator = TemperatureScaling()
         self.recalibrator.temperature.fill_(temperature)
         self._fitted_on = loaded
@@ -490,14 +485,13 @@ class TemperatureRecalibration(Callback):
         found = {
             state.get("prefix"): state["temperature"]
             for key, state in checkpoint.get("callbacks", {}).items()
-            if str(key).startswith("TemperatureRecalibration") and state.get("temperature")
+            # "is not None": a saved 0.0 had been read as no temperature, which restoring
+            # the same checkpoint refuses.
+            if str(key).startswith("TemperatureRecalibration")
+            and state.get("temperature") is not None
         }
         for temperature in found.values():
-            if not isinstance(temperature, float) or not 0 < temperature < math.inf:
-                raise ValueError(
-                    f"TemperatureRecalibration: a checkpoint's temperature must be a positive "
-                    f"finite float, got {temperature!r}"
-                )
+            _check_saved_temperature(temperature)
         if prefix is not None:
             return found.get(prefix)
         if len(found) > 1:
@@ -831,3 +825,13 @@ def _bit_sum(tensor: Tensor) -> Tensor:
 
 def _probs(logits: Tensor) -> Tensor:
     return torch.sigmoid(logits) if logits.ndim == 1 else torch.softmax(logits, -1)
+
+
+def _check_saved_temperature(temperature: object) -> None:
+    """A checkpoint's temperature: a positive finite float (inf too is refused: restored,
+    it made every prediction uniform without a word)."""
+    if not isinstance(temperature, float) or not 0 < temperature < math.inf:
+        raise ValueError(
+            f"TemperatureRecalibration: a checkpoint's temperature must be a positive "
+            f"finite float, got {temperature!r}"
+        )
