@@ -285,6 +285,8 @@ def test_resuming_a_finished_fit_keeps_the_checkpoint_s_temperature(tmp_path) ->
     with pytest.warns(UserWarning, match="no validation logits") as told:
         resumed.fit(Overconfident(), train, val, ckpt_path=tmp_path / "done.ckpt")
     assert not any("removed" in str(w.message) for w in told)
+    # The warning had said "no temperature fitted" and nothing of the one kept.
+    assert any(f"({fitted:.4g}) still fits the weights and is kept" in str(w.message) for w in told)
     assert callback.recalibrator is not None
     assert float(callback.recalibrator.temperature) == pytest.approx(fitted)
 

@@ -618,6 +618,13 @@ class TemperatureRecalibration(Callback):
                 "; the temperature of an earlier fit belongs to the weights before this fit "
                 "trained them, and is removed (calibration_temperature too)"
             )
+        elif self.recalibrator is not None:
+            # Said, or a user read "no temperature fitted" as the restored one lost.
+            told += (
+                f"; this fit trained nothing, so the temperature restored or fitted before "
+                f"({self.recalibrator.temperature.item():.4g}) still fits the weights and is "
+                f"kept (calibration_temperature too)"
+            )
         rank_zero_warn(f"TemperatureRecalibration: {told}")
 
     def _measure(self, probs: Tensor, target: Tensor) -> CalibrationResult:
