@@ -1057,3 +1057,24 @@ def test_a_refused_fit_of_sigmoid_outputs_gives_no_advice_the_callback_cannot_ta
     assert not any("inputs='probs'" in s for s in said)
     assert any("if they are sigmoid outputs, return the scores before" in s for s in said)
     assert callback.recalibrator is None
+
+
+def test_one_hot_targets_beside_logits_of_their_shape_are_warned_of_once() -> None:
+    """One-hot [B, C] targets beside [B, C] logits are read, as documented, as C binary
+    labels an item: a softmax model's temperature had been fitted as one sigmoid
+    temperature over every logit without a word. Multi-label rows (no 1, several) are
+    not warned of."""
+    logits = torch.randn(6, 3, generator=torch.Generator().manual_seed(0))
+    one_hot = torch.nn.functional.one_hot(torch.tensor([0, 1, 2, 0, 1, 2]), 3).float()
+    multi_label = torch.tensor([[1, 1, 0], [0, 0, 0], [1, 0, 0]] * 2).float()
+    callback = TemperatureRecalibration()
+    with warnings.catch_warnings(record=True) as told:
+        warnings.simplefilter("always")
+        TemperatureRecalibration().extract_batch({"logits": logits, "target": multi_label}, None)
+        for _ in range(2):
+            callback.extract_batch({"logits": logits, "target": one_hot}, None)
+    assert [str(w.message) for w in told] == [
+        "TemperatureRecalibration: 'target' looks one-hot beside 'logits' of its shape (6, 3), "
+        "and is read as 3 independent binary labels an item (a multi-label head: one sigmoid "
+        "temperature); for a softmax model return class ids, target.argmax(-1)"
+    ]

@@ -19,6 +19,7 @@ from calib_metrics.callbacks import _runs as runs
 from calib_metrics.callbacks import _samplers as samplers
 from calib_metrics.callbacks import _tensorboard as tb
 from calib_metrics.functional import calibration_error_ci
+from calib_metrics.functional.binning import one_hot_advice
 from calib_metrics.functional.calibration import (
     CalibrationResult,
     _check_interval_options,
@@ -174,6 +175,7 @@ class TemperatureRecalibration(Callback):
         self._told_loaders = False
         self._told_samplers = False
         self._told_ignore_index = False
+        self._told_one_hot = False
         self._collected_at: tuple[int, int] | None = None  # (epoch, global step)
         self._fit_from_step: int | None = None
         # The step of the checkpoint a resumed fit restored, until on_fit_start reads it.
@@ -228,6 +230,8 @@ class TemperatureRecalibration(Callback):
             )
         self._check_dtypes(logits, target, binary)
         self._check_ignore_index(binary, None if binary else logits.shape[-1])
+        if check_targets and binary:
+            self._warn_if_one_hot(logits, target)
         logits = logits.reshape(-1) if binary else logits.reshape(-1, logits.shape[-1])
         target = target.reshape(-1)
         if self.ignore_index is not None:
@@ -266,6 +270,21 @@ class TemperatureRecalibration(Callback):
         synchronisation."""
         num_classes = None if logits.ndim == 1 else logits.shape[-1]
         check_class_ids(target, num_classes, ignore_index=self.ignore_index)
+
+    def _warn_if_one_hot(self, logits: Tensor, target: Tensor) -> None:
+        """Warn once of one-hot targets beside logits of their shape ``[..., C]``: read, as
+        documented, as C binary labels an item (a multi-label head's), they fit one sigmoid
+        temperature, not a softmax model's, without a word (the monitor refuses them
+        beside ``num_classes``). One host synchronisation, where the shapes allow it."""
+        advice = "" if self._told_one_hot else one_hot_advice(logits, target)
+        if advice:
+            self._told_one_hot = True
+            rank_zero_warn(
+                f"TemperatureRecalibration: {self.target_key!r} looks one-hot beside "
+                f"{self.logits_key!r} of its shape {tuple(logits.shape)}, and is read as "
+                f"{logits.shape[-1]} independent binary labels an item (a multi-label head: one "
+                f"sigmoid temperature); for a softmax model return class ids, {advice}"
+            )
 
     def _check_ignore_index(self, binary: bool, num_classes: int | None) -> None:
         """An ``ignore_index`` of 0 or 1 beside binary scores is a ValueError (it drops
