@@ -146,6 +146,7 @@ class CalibrationComparison(_StatesKeepTheirDtype):
     is_differentiable = False
     higher_is_better = None
     full_state_update = False
+    _one_hot_read_by = "comparison"
     _WIDE_STATES = ("probs_a", "probs_b")
 
     def __init__(
@@ -269,6 +270,8 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             self._warn_row_sums(kept)
         if flat_target.numel() == 0:
             return  # an empty batch changes nothing: not the pairs, nor which ids come along
+        if self.validate_args and self.num_classes is None and groups is None:
+            self._warn_one_hot(probs_a.detach(), target)  # groups= names the units itself
         for name, ids in (("groups", groups), ("labels", labels)):
             self._check_id_history(name, given=ids is not None)
         self.probs_a.append(_own_copy(a))
@@ -306,10 +309,13 @@ class CalibrationComparison(_StatesKeepTheirDtype):
         batch.__dict__["_row_sums_warned_for"] = self.__dict__.setdefault(
             "_row_sums_warned_for", set()
         )
+        batch._one_hot_checked = True  # this metric warns, once, below
         batch.update(*args, **kwargs)  # raises on a rejected batch; self is untouched
         if batch.target:  # the batch has no history: whether ids may come is this one's to say
             for name in ("groups", "labels"):
                 self._check_id_history(name, given=bool(getattr(batch, name)))
+            if self.validate_args and self.num_classes is None and not batch.groups:
+                self._warn_one_hot(*_batch_models(args, kwargs))
         try:
             value = batch.compute()
         except NoPairsError:
@@ -801,3 +807,10 @@ def _check_arguments(args: dict[str, Any]) -> None:
     _check_seed(args["seed"])
     check_flag("debias", args["debias"])
     check_flag("validate_args", args["validate_args"])
+
+
+def _batch_models(args: tuple, kwargs: dict) -> tuple[Tensor, Tensor]:
+    """``forward``'s first model's probabilities and the target, however they were passed."""
+    probs = args[0] if args else kwargs["probs_a"]
+    target = args[2] if len(args) > 2 else kwargs["target"]
+    return probs.detach(), target.detach()

@@ -517,6 +517,9 @@ class _StatesKeepTheirDtype(Metric):
     # Set once a batch of binary pairs was looked at (forward's batch metric: the metric
     # itself looks): a one-hot target is one-hot in every batch. Cleared by reset().
     _one_hot_checked = False
+    #: Whose reading of one-hot rows as independent pairs the warning names
+    #: (:func:`~calib_metrics.functional.multiclass.one_hot_pairs_message`'s ``read_by``).
+    _one_hot_read_by = "spiegelhalter"
 
     def _warn_one_hot(self, probs: Tensor, target: Tensor) -> None:
         """Warn, once per metric object until reset, when the first batch of binary pairs
@@ -533,7 +536,7 @@ class _StatesKeepTheirDtype(Metric):
         if target.ndim >= 2 and target.numel() < 2 * target.shape[-1]:
             return
         self._one_hot_checked = True
-        message = one_hot_pairs_message(probs, target, metric=True)
+        message = one_hot_pairs_message(probs, target, True, self._one_hot_read_by)
         if message is not None:
             text = f"{type(self).__name__}: {message}"
             # As _warn_row_sums: no fixed stacklevel names the caller's line (a

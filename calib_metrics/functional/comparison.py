@@ -170,7 +170,12 @@ from calib_metrics.functional.calibration import (
     bins_and_index,
 )
 from calib_metrics.functional.clusters import grouped_effective_counts, with_samples
-from calib_metrics.functional.errors import check_generator, check_id_tensor, check_tensors
+from calib_metrics.functional.errors import (
+    check_generator,
+    check_id_tensor,
+    check_tensors,
+    warn_at_caller,
+)
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
     IntervalKind,
@@ -190,6 +195,7 @@ from calib_metrics.functional.multiclass import (
     Mode,
     average_results,
     is_multiclass,
+    one_hot_pairs_message,
     pair_sets,
     warn_row_sums,
 )
@@ -470,7 +476,11 @@ def _compare(
             f"{tuple(probs_a.shape)}, probs_b {tuple(probs_b.shape)}"
         )
     debias = _debias_for(norm, debias)  # "False" had run the debiased estimator
+    pairs_given = groups is None and items is None  # else the user named the units
     sets, groups, by_item = _paired_sets(probs_a, probs_b, target, groups, mode)
+    one_hot = one_hot_pairs_message(probs_a, target, read_by="comparison") if pairs_given else None
+    if one_hot is not None:  # after the pairs' checks: valid labels
+        warn_at_caller(f"compare_calibration: {one_hot}")
     if items is not None and groups is None and by_item is None:
         by_item = check_ids(items, sets[0][0])
     units, n_units = _units(sets[0][1], groups if groups is not None else by_item)

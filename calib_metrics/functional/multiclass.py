@@ -158,17 +158,22 @@ def warn_row_sums(probs: Tensor, name: str = "probs", stacklevel: int = 2) -> No
         warnings.warn(f"{name}: {ROW_SUM_WARNING}", UserWarning, stacklevel=stacklevel + 1)
 
 
-def one_hot_pairs_message(probs: Tensor, target: Tensor, metric: bool = False) -> str | None:
+def one_hot_pairs_message(
+    probs: Tensor, target: Tensor, metric: bool = False, read_by: str = "spiegelhalter"
+) -> str | None:
     """Why a one-hot ``target`` beside rows of ``probs`` (one shape ``[..., C]``) that sum
     to 1 is read wrongly, or None: such input is taken as independent binary pairs
     (multi-label), which the pooled one-vs-rest error and its intervals do not mind (they
     treat the pairs of class ids alike), but Spiegelhalter's variance does, an item's C
     labels summing to 1 (with C = 2 an item's two pairs add one score twice, so z is √2
-    times too large: at α = 0.05 it rejected 0.16 of calibrated data sets). Genuine
-    multi-label targets (a row of no 1 or of several) and scores whose rows do not sum
-    to 1 get None. The advice names the metric's ``num_classes`` for a metric. One host
-    synchronisation for a target of ``probs``' shape ``[..., C]``, two where it looks
-    one-hot, none otherwise.
+    times too large: at α = 0.05 it rejected 0.16 of calibrated data sets), and so does a
+    paired comparison (``read_by="comparison"``), which resamples class ids' pairs item
+    by item but these pair by pair (two equally calibrated models were called different
+    at α = 0.05 in 0.106 of data sets against 0.068 with class ids, N = 300, C = 3).
+    Genuine multi-label targets (a row of no 1 or of several) and scores whose rows do
+    not sum to 1 get None. The advice names the metric's ``num_classes`` for a metric.
+    One host synchronisation for a target of ``probs``' shape ``[..., C]``, two where it
+    looks one-hot, none otherwise.
 
     Example:
         >>> import torch
@@ -186,10 +191,21 @@ def one_hot_pairs_message(probs: Tensor, target: Tensor, metric: bool = False) -
     advice += f" with num_classes={probs.shape[-1]}" if metric else ""
     return (
         "target looks one-hot beside rows of probabilities that sum to 1, and is read as "
-        "independent binary pairs (multi-label): Spiegelhalter's test then takes their labels "
-        "as independent, though an item's labels sum to 1 (with two classes its z is √2 times "
-        f"too large): for one class per item pass {advice}"
+        f"independent binary pairs (multi-label): {_ONE_HOT_COST[read_by]}, though an "
+        f"item's labels sum to 1{_ONE_HOT_EFFECT[read_by]}: for one class per item pass {advice}"
     )
+
+
+# What reading one-hot rows as independent pairs costs each reader, and how.
+_ONE_HOT_COST = {
+    "spiegelhalter": "Spiegelhalter's test then takes their labels as independent",
+    "comparison": "the paired bootstrap then resamples them pair by pair, not item by item",
+}
+_ONE_HOT_EFFECT = {
+    "spiegelhalter": " (with two classes its z is √2 times too large)",
+    "comparison": " (the interval is too narrow: equally calibrated models are called different "
+    "too often)",
+}
 
 
 def _check_multiclass(
