@@ -1,10 +1,10 @@
 """One-hot targets beside softmax rows in a paired comparison.
 
 Read as independent binary pairs (multi-label), they were resampled pair by pair, not
-item by item as class ids are, and two equally calibrated models were called different
-at α = 0.05 in 0.106 of data sets against 0.068 with class ids (N = 300, C = 3), without
-a word: spiegelhalter_test and CalibrationError warned of the same input, the comparison
-did not."""
+item by item as class ids are, which calls equally calibrated models different too
+often (docs/coverage.md, "Two noisy copies": 0.09–0.14 at α = 0.05 against 0.03–0.07),
+without a word: spiegelhalter_test and CalibrationError warned of the same input, the
+comparison did not."""
 
 from __future__ import annotations
 
