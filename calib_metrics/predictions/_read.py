@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from calib_metrics.functional.multiclass import rows_off_one
 from calib_metrics.predictions._arrays import _named_columns
 from calib_metrics.predictions._columns import (
     GROUP_NAMES,
@@ -123,11 +124,40 @@ def read_table(
             raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
     _check_values(q, y, path, columns, lines, keep)
     read = (str(columns[0][0]), str(columns[1][0]))
+    if ids is None and keep is None and lines is None:
+        y = _one_hot_as_class_ids(q, y, shape, path, read[1])
     warn_if_hard(q, path, read[0])
     if ids is None:
         return Predictions(q, y, None, keep, None, read)
     layout = (row_lines, every_line, shape)
     return Predictions(q, y, _group_ids(ids, path, y, keep, layout), keep, str(ids[0]), read)
+
+
+def _one_hot_as_class_ids(
+    q: Tensor, y: Tensor, shape: tuple[int, ...] | None, path: Path, column: str
+) -> Tensor:
+    """An array's one-hot labels ``[N, C]`` beside probability rows of that shape that
+    sum to 1, as the class ids of its N items, said in a warning; other labels as read.
+    Read as N·C independent binary labels (multi-label), they had been resampled pair by
+    pair (``compare``: "N = 1500 items" for 500, a narrower interval) and taken as
+    independent by Spiegelhalter's test (z √2 times too large with two classes), without
+    a word. A single row cannot tell (one multi-label row [0.3, 0.7] with [0, 1] looks
+    one-hot), nor can a file of groups or padding, whose ids and rows are per label."""
+    if shape is None or len(shape) != 2 or shape[0] < 2 or shape[1] < 2:
+        return y
+    rows = y.reshape(shape)
+    one_hot = ((rows == 0) | (rows == 1)).all() & (rows.sum(-1) == 1).all()
+    if q.numel() != y.numel() or not bool(one_hot) or rows_off_one(q.reshape(shape)):
+        return y
+    _remember_label_layout(path, None, shape[0], None)  # a label is a row now
+    warnings.warn(
+        f"{path}: column {column!r} holds one-hot rows beside probability rows that sum to "
+        f"1: read as the class ids of {shape[0]} items (its argmax), not as "
+        f"{y.numel()} independent binary labels (multi-label)",
+        UserWarning,
+        stacklevel=3,
+    )
+    return rows.argmax(-1).to(y.dtype)
 
 
 def _no_probabilities(column: tuple[str, Any], path: Path, lines: list[int] | None) -> ValueError:
