@@ -515,12 +515,19 @@ class CalibrationComparison(_StatesKeepTheirDtype):
             )  # fmt: skip
 
     def _by_label_refused(self, has_labels: bool) -> ValueError:
-        """Why this metric cannot compare label by label."""
+        """Why this metric cannot compare label by label: a top-label metric's labels had
+        been called missing in the words that said it had them."""
+        if self.mode == "top_label":
+            by = "by the labels= given in update" if has_labels else "class by class"
+            return ValueError(
+                "compute_by_label compares binary or one-vs-rest pairs, not mode='top_label' "
+                "ones (an item's highest probability): build the metric with "
+                f"mode='one_vs_rest' to compare {by}"
+            )
         return ValueError(
             "compute_by_label needs labels= in update (binary or one-vs-rest pairs), or "
             "num_classes with mode 'one_vs_rest' or 'classwise' to compare class by class "
-            f"(this metric has num_classes={self.num_classes}, mode={self.mode!r}, "
-            f"{'with' if has_labels else 'no'} labels)"
+            f"(this metric has num_classes={self.num_classes} and no labels)"
         )
 
     def plot(

@@ -323,8 +323,14 @@ def test_labels_state_rules_and_merge() -> None:
     top = CalibrationComparison(num_classes=4, mode="top_label", **OPTIONS)
     a, b, t = _tags()[0]
     top.update(a, b, t, labels=t % 2)
-    with pytest.raises(ValueError, match="needs labels= in update \\(binary or one-vs-rest"):
+    # It had said "needs labels= in update ... (this metric has ... with labels)".
+    with pytest.raises(ValueError) as refused:
         top.compute_by_label()
+    assert str(refused.value) == (
+        "compute_by_label compares binary or one-vs-rest pairs, not mode='top_label' ones "
+        "(an item's highest probability): build the metric with mode='one_vs_rest' to "
+        "compare by the labels= given in update"
+    )
 
 
 @pytest.mark.parametrize("ids", ["groups", "labels"])
