@@ -1180,7 +1180,10 @@ class CalibrationError(_StatesKeepTheirDtype):
         if received:
             return NoPairsError(f"CalibrationError has no pairs: {received}")
         if self.update_count == 0:
-            return NoPairsError("CalibrationError has no pairs: call update() before compute()")
+            return NoPairsError(
+                "CalibrationError has no pairs: call update() before computing (compute, "
+                "compute_smooth, plot, ...)"
+            )
         padding = "" if pad is None else f" or padding ({pad})"
         return NoPairsError(
             f"CalibrationError has no pairs: all {self.update_count} updates were empty{padding}"

@@ -73,7 +73,7 @@ def test_forward_and_reset_are_not_a_received_state(streaming: bool) -> None:
         metric.compute()
     metric.load_state_dict(_saved(CalibrationError(**_options(streaming))))
     metric.reset()
-    with pytest.raises(NoPairsError, match=r"call update\(\) before compute\(\)"):
+    with pytest.raises(NoPairsError, match=r"call update\(\) before computing"):
         metric.compute()
 
 

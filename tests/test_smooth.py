@@ -460,3 +460,22 @@ def test_the_tolerance_of_pairs_at_their_cells_means_allows_for_rounding(sigma) 
     gap = abs(histogram - smooth_calibration_error(q, y, bandwidth=sigma)).item()
     assert gap > 0  # the case in point: a rounding difference
     assert gap <= histogram_tolerance(q, position[cell], sigma).item() < 1e-11
+
+
+def test_a_histogram_of_negative_counts_is_named_so_not_empty() -> None:
+    """Every count negative had been told "empty histogram"."""
+    from calib_metrics.functional.smooth import smooth_calibration_from_histogram
+
+    with pytest.raises(ValueError, match=r"histogram needs count >= 0"):
+        smooth_calibration_from_histogram(
+            torch.tensor([0.2, 0.8]), torch.tensor([-3.0, -1.0]), torch.tensor([0.0, 0.0])
+        )
+
+
+def test_compute_smooth_of_an_empty_metric_does_not_name_compute_alone() -> None:
+    from calib_metrics import CalibrationError
+    from calib_metrics.functional.errors import NoPairsError
+
+    said = r"call update\(\) before computing \(compute, compute_smooth"
+    with pytest.raises(NoPairsError, match=said):
+        CalibrationError().compute_smooth()

@@ -294,6 +294,9 @@ def _check_histogram(
     for name in (n, y):
         if not bool(tensors[name].isfinite().all()):
             raise ValueError(f"{name} holds NaN or infinite values")
+    # Before "empty": a histogram of negative counts had been called empty.
+    if bool(((count < 0) | (sum_target < 0) | (sum_target > count)).any()):
+        raise ValueError(f"histogram needs {n} >= 0 and 0 <= {y} <= {n} in every cell")
     if position.numel() == 0 or not bool((count > 0).any()):
         raise ValueError("empty histogram: at least one cell needs a positive count")
     if bool(position.isnan().any()):
@@ -304,8 +307,6 @@ def _check_histogram(
         )
     if bool(((position < 0) | (position > 1)).any()):
         raise ValueError(f"{at} must lie in [0, 1]")
-    if bool(((count < 0) | (sum_target < 0) | (sum_target > count)).any()):
-        raise ValueError(f"histogram needs {n} >= 0 and 0 <= {y} <= {n} in every cell")
     return position.detach(), count.detach(), sum_target.detach()
 
 
