@@ -296,7 +296,7 @@ def test_the_class_described_and_the_class_that_names_the_remedy_may_differ():
     metric.update(probs, target)
     (message,) = _coarse_warnings(metric)
     assert "streaming sketches have as few as 0.10 cells per bin" in message
-    assert "no sketch of up to 1,073,741,824 cells" in message
+    assert "no sketch of up to 33,554,432 cells" in message
     assert "pass resolution" not in message
 
 

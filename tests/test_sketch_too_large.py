@@ -8,11 +8,23 @@ from calib_metrics import CalibrationError
 from calib_metrics.functional import sketch
 
 
-def test_unallocatable_resolution_is_a_value_error():
-    # 2^60 cells of 8 bytes: beyond any address space, so no overcommit setting lets the
-    # allocation succeed lazily.
-    with pytest.raises(ValueError, match=r"resolution=1152921504606846976 .*needs .* MiB"):
-        CalibrationError(streaming=True, resolution=2**60)
+@pytest.mark.parametrize("resolution", [2**26, 2**30, 2**60])
+def test_a_resolution_finer_than_float32_places_is_refused(resolution):
+    """Cells are placed in float32, exact up to 2**24 a half: at 2**26 q = 0.5 had been
+    counted in the lower half (CalibErr 0.158 where the exact mode gives 0.0028), and no
+    resolution past 2**25 split any cell 2**25 does not (2**60 had been refused only as
+    memory it could not allocate)."""
+    said = rf"resolution must be at most 33,554,432 \(2\*\*25\), got {resolution:,}"
+    with pytest.raises(ValueError, match=said + r".*use the exact mode, streaming=False"):
+        CalibrationError(streaming=True, resolution=resolution)
+    with pytest.raises(ValueError, match=said):
+        sketch.cell_index(torch.tensor([0.5]), resolution)
+
+
+def test_the_finest_resolution_keeps_each_half_apart():
+    below, half = torch.tensor([0.49999997, 0.5], dtype=torch.float32)
+    cells = sketch.cell_index(torch.stack([below, half]), sketch.MAX_RESOLUTION).tolist()
+    assert cells[0] < sketch.MAX_RESOLUTION // 2 <= cells[1]
 
 
 def test_allocatable_resolution_still_works():

@@ -84,6 +84,12 @@ DEFAULT_RESOLUTION = 1 << 18
 # stays within ±1/2. With 2 cells every q in (0, 1) fell into cell 0, q = 0's, and the
 # metric refused its own saved state.
 MIN_RESOLUTION = 4
+# The finest sketch: _cells places values in float32, which holds every cell index up to
+# 2**24 (half of this) exactly. At 2**26 a cell index of the lower half rounded up to
+# the upper half's first, so q = 0.5 was counted among values below it (CalibErr 0.158
+# where the exact mode gives 0.0028), and no finer resolution put values in other cells
+# than 2**25 does.
+MAX_RESOLUTION = 1 << 25
 # The version of :func:`cell_index`'s layout, recorded in saved states: 2 since 2026-11-30
 # (cells from the value's distance to the nearer end, the same for every dtype); a sketch
 # of another layout would place some of this one's values one cell apart.
@@ -116,7 +122,7 @@ _DRAW_ROWS = 8192
 
 def num_cells(resolution: int = DEFAULT_RESOLUTION) -> int:
     """Number of cells of a sketch of the given resolution (validated: an even int of at
-    least ``MIN_RESOLUTION``).
+    least ``MIN_RESOLUTION``, at most ``MAX_RESOLUTION``).
 
     Example:
         >>> num_cells(1024)
@@ -135,6 +141,12 @@ def num_cells(resolution: int = DEFAULT_RESOLUTION) -> int:
         raise ValueError(
             f"resolution must be an even integer >= {MIN_RESOLUTION} (q = 0, q = 1, a cell "
             f"per half), got {resolution!r}"
+        )
+    if resolution > MAX_RESOLUTION:
+        raise ValueError(
+            f"resolution must be at most {MAX_RESOLUTION:,} (2**25), got {resolution:,}: the "
+            "cells are placed in float32, which resolves no finer (a finer sketch put q = 0.5 "
+            "among values below it); for finer bins use the exact mode, streaming=False"
         )
     return resolution
 
@@ -177,6 +189,7 @@ def cell_index(probs: Tensor, resolution: int = DEFAULT_RESOLUTION) -> Tensor:
         >>> torch.equal(cell_index(q), cell_index(q.double()))
         True
     """
+    num_cells(resolution)  # a finer one misplaces values (MAX_RESOLUTION)
     _, upper, r = _halves(probs)
     return _cells(r, upper, resolution)
 
@@ -1017,8 +1030,8 @@ def _coarse(
     return _Coarse(per_bin, cell_size, int(occupied), resolution, bin_size, finer), read
 
 
-# The finest sketch a warning names (48 GiB a class): past it, the exact mode.
-_MOST_CELLS = 2**30
+# The finest sketch a warning names (1.5 GiB a class): past it, the exact mode.
+_MOST_CELLS = MAX_RESOLUTION
 
 
 def _finer_resolution(
