@@ -104,7 +104,8 @@ def test_pairwise_marginals_are_refused_with_how_to_read_them() -> None:
         r"no per-token positions",
         r"row i is original row aligned\.rows\[i\]",
         r"pair t joins aligned positions t and t\+1",
-        r"aligned\.positions\[i, t\] and aligned\.positions\[i, t\+1\]",
+        r"aligned\.positions\[i, t\] and aligned\.positions\[i, t\+1\], where "
+        r"aligned\.mask\[i, t\+1\]",  # past the kept tokens positions lists the left-out
     ]
     for values, dim in ((pairwise, 0), (pairwise[None].expand(2, -1, -1, -1, -1), 1)):
         with pytest.raises(ValueError) as refused:
@@ -116,8 +117,10 @@ def test_pairwise_marginals_are_refused_with_how_to_read_them() -> None:
         kept = keep[row].nonzero().squeeze(1)
         own = posterior_marginals(*_chain(emissions[row][kept][None])).pairwise[0]
         for t in range(len(kept) - 1):
+            assert aligned.mask[i, t + 1]
             assert aligned.positions[i, t] == kept[t] and aligned.positions[i, t + 1] == kept[t + 1]
             torch.testing.assert_close(pairwise[i, t], own[t], rtol=0, atol=1e-12)
+        assert not aligned.mask[i, len(kept) :].any()  # the pairs past them are padding
 
 
 def test_an_all_kept_batch_comes_back_unchanged() -> None:

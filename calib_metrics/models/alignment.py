@@ -62,7 +62,8 @@ class LeftAligned(NamedTuple):
         tokens to restore: its ``i``-th entry is row ``rows[i]``'s. Nor have pairwise
         marginals, ``[B', T-1, K, K]``, which are refused saying how to read them: row ``i``
         is row ``rows[i]``, and pair ``t`` joins original positions ``positions[i, t]``
-        and ``positions[i, t+1]``.
+        and ``positions[i, t+1]`` where ``mask[i, t+1]`` (past a row's kept tokens,
+        ``positions`` lists the ones left out, and the pairs there are padding).
 
         Example:
             >>> tags = torch.tensor([[-100, 2, -100, 1], [-100, -100, -100, -100]])
@@ -88,7 +89,8 @@ class LeftAligned(NamedTuple):
                 "marginals [B', T-1, K, K], which have no per-token positions to restore. "
                 "Read them on the aligned batch: row i is original row aligned.rows[i], and "
                 "pair t joins aligned positions t and t+1, i.e. original positions "
-                "aligned.positions[i, t] and aligned.positions[i, t+1]"
+                "aligned.positions[i, t] and aligned.positions[i, t+1], where "
+                "aligned.mask[i, t+1] (the pairs past a row's kept tokens are padding)"
             )
         if tuple(ahead.shape[:2]) != tuple(self.mask.shape):
             raise ValueError(

@@ -537,7 +537,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         sets["litbank"] = [features_for(featurizer, d) for d in litbank_docs]
     for name, set_feats in sets.items():
         # As sentiment and demo say it, before the training: the table's error is of
-        # --bin-size bins (only the figures bin finer), and one bin scores about 0.
+        # --bin-size bins (only the figures bin finer), and few bins hide much.
         n_pairs = sum(f.n * (f.n - 1) // 2 for f in set_feats)  # every j < i, as evaluated
         warn_if_few_adaptive_bins(
             args.bin_size, n_pairs, f"mention pairs of {TITLES[name]}", at_once=True

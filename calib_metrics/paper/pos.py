@@ -821,7 +821,7 @@ def _print_summary(results: dict[str, Any], out: Path) -> None:
 def _run(args: argparse.Namespace) -> dict[str, Any]:
     out = report.output_folder(args.out)
     c = _corpus(args)
-    # As sentiment and demo say it, before the minutes of training: one bin scores about 0.
+    # As sentiment and demo say it, before the minutes of training: few bins hide much.
     n_queries = int(c["test"].mask.sum()) * c["shape"][0]
     warn_if_few_adaptive_bins(args.bin_size, n_queries, "test queries of all tags", at_once=True)
     trained, selection, sizes = _taggers(args, c, out)
