@@ -412,3 +412,8 @@ def test_a_kind_less_state_of_its_own_kind_still_loads():
         assert result.unexpected_keys == [] and torch.equal(module(s), fitted(s))
         state = {**_kind_less(fitted.state_dict(), how), "note": torch.tensor(1.0)}
         assert ScalingBinning().load_state_dict(state, strict=False).unexpected_keys == ["note"]
+        # A dotted key of no library kind's part (a user's metadata) had been refused as
+        # another kind's: only the keys under a kind's parts (platt.*) mark one.
+        state = {**_kind_less(fitted.state_dict(), how), "meta.version": torch.tensor(3)}
+        result = ScalingBinning().load_state_dict(state, strict=False)
+        assert result.unexpected_keys == ["meta.version"]

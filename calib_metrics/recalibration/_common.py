@@ -774,6 +774,10 @@ class FittedModule(nn.Module):
     ("Inference tensors cannot be saved for backward").
     """
 
+    #: The names of the submodules a kind holds (``ScalingBinning``'s ``platt``): the
+    #: keys under them mark a state of that kind (:meth:`_refuse_parts_not_held`).
+    parts: tuple[str, ...] = ()
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "fit" in cls.__dict__:
@@ -994,12 +998,19 @@ class FittedModule(nn.Module):
         only another kind's state has them. A ScalingBinning state saved before states
         named their kind holds every key of a HistogramBinning and its Platt step's
         besides, and had loaded into one with ``strict=False``, marked fitted, its
-        Platt-scale edges read as scores. A key of no part (a ``'note'``) is no sign of
-        another kind: torch names it, as for any module."""
-        parts = [k for k in self.keys_not_held(state_dict, prefix) if "." in k[len(prefix) :]]
+        Platt-scale edges read as scores. A key of no library kind's part (a ``'note'``,
+        a ``'meta.version'``) is no sign of another kind: torch names it, as for any
+        module."""
+        library_parts = {part for kind in _KINDS.values() for part in kind.parts}
+        parts = [
+            key
+            for key in self.keys_not_held(state_dict, prefix)
+            if key[len(prefix) :].split(".")[0] in library_parts and "." in key[len(prefix) :]
+        ]
         if parts:
+            belong = "belongs" if len(parts) == 1 else "belong"
             raise ValueError(
-                f"{self.said_as}: the state holds {', '.join(map(repr, parts))}, which belong "
+                f"{self.said_as}: the state holds {', '.join(map(repr, parts))}, which {belong} "
                 f"to no part of a {self.said_kind}: it is another kind's state (saved before "
                 "states named their kind): load it into the module that saved it"
             )

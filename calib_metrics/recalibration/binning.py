@@ -536,6 +536,8 @@ class ScalingBinning(_Binned):
         10
     """
 
+    parts = ("platt",)
+
     def __init__(
         self, n_bins: int = 15, inputs: str = "logits", generator: torch.Generator | None = None
     ) -> None:
