@@ -303,13 +303,17 @@ def _copied_rows(dev: Tensor, test: Tensor) -> tuple[int, float, bool]:
 
 
 def _check_binary(table, path: Path) -> None:
-    """Refuse a multiclass file (C probabilities per label): the methods here are binary."""
+    """Refuse a multiclass file (C probabilities per label): the methods here are binary.
+    One-hot labels are named: the reader takes them as class ids, and the reader's warning
+    that says so is not shown beside a failed command's one error line."""
     per_label = table.probs.numel() // max(table.target.numel(), 1)
     if per_label > 1:
         raise ValueError(
-            f"{path}: {per_label} probabilities per label (a multiclass file); recalibrate "
-            "fits binary (probability, 0/1 label) files: recalibrate multiclass logits in "
-            "Python (calib_metrics.recalibration.TemperatureScaling)"
+            f"{path}: {per_label} probabilities per label (a multiclass file: rows of "
+            f"{per_label} probabilities beside class ids, or beside one-hot rows, which are "
+            "read as class ids); recalibrate fits binary (probability, 0/1 label) files: "
+            "recalibrate multiclass logits in Python "
+            "(calib_metrics.recalibration.TemperatureScaling)"
         )
 
 

@@ -1,18 +1,22 @@
-"""An array file whose target is one-hot ``[N, C]`` beside probability rows that sum to 1.
+"""A file (an array, or JSON rows) whose target is one-hot ``[N, C]`` beside probability rows
+that sum to 1.
 
 The reader had flattened it into N·C independent binary labels without a word:
 ``compare`` printed "N = 1500 items" for 500 and resampled pair by pair, and
 ``evaluate --spiegelhalter`` took an item's C labels as independent (p = 4.5e-07 where
 the same rows with class ids give 8.7e-04). It is read as the items' class ids now,
-said in a warning line; genuine multi-label rows are read as before."""
+said in a warning line (arrays and JSON rows alike); genuine multi-label rows are read as
+before."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_runs import run_cli
+import torch
+from cli_runs import one_line_error, run_cli
 
 N, C = 500, 3
 SAID = (
@@ -31,17 +35,27 @@ def _files(folder: Path, suffix: str) -> dict[str, Path]:
     for name, probs in (("a", sharp), ("b", p)):
         for kind, target in (("ids", ids), ("one_hot", np.eye(C)[ids])):
             path = folder / f"{name}_{kind}{suffix}"
-            if suffix == ".npz":
-                np.savez(path, probs=probs, target=target)
-            else:
-                import torch
-
-                torch.save({"probs": torch.tensor(probs), "target": torch.tensor(target)}, path)
+            _save(path, probs, target)
             files[f"{name}_{kind}"] = path
     return files
 
 
-@pytest.mark.parametrize("suffix", [".npz", ".pt"])
+def _save(path: Path, probs: np.ndarray, target: np.ndarray) -> None:
+    """The two columns in ``path``'s format: JSON lines and a JSON list of records hold
+    a row's C probabilities, and its class id or one-hot row, per line or record."""
+    if path.suffix == ".npz":
+        np.savez(path, probs=probs, target=target)
+    elif path.suffix == ".pt":
+        torch.save({"probs": torch.tensor(probs), "target": torch.tensor(target)}, path)
+    else:
+        rows = [{"probs": p, "target": t} for p, t in zip(probs.tolist(), target.tolist())]
+        if path.suffix == ".jsonl":
+            path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        else:
+            path.write_text(json.dumps(rows))
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".pt", ".json", ".jsonl"])
 @pytest.mark.parametrize("command", [["compare", "a", "b"], ["evaluate", "a", "--spiegelhalter"]])
 def test_one_hot_targets_are_read_as_class_ids(tmp_path, capsys, suffix, command) -> None:
     files = _files(tmp_path, suffix)
@@ -60,13 +74,27 @@ def test_one_hot_targets_are_read_as_class_ids(tmp_path, capsys, suffix, command
     assert f"N = {N} items" in out or command[0] == "evaluate"
 
 
-def test_multi_label_rows_are_read_as_binary_labels(tmp_path, capsys) -> None:
+@pytest.mark.parametrize("suffix", [".npz", ".jsonl"])
+def test_multi_label_rows_are_read_as_binary_labels(tmp_path, capsys, suffix) -> None:
     """Rows of no 1 or of several, or probability rows that do not sum to 1, are
     multi-label data: read as before, one binary label a cell, and not warned of."""
     rng = np.random.default_rng(1)
-    path = tmp_path / "multi.npz"
+    path = tmp_path / f"multi{suffix}"
     probs = rng.random((N, C))
-    np.savez(path, probs=probs, target=(rng.random((N, C)) < probs).astype(float))
+    _save(path, probs, (rng.random((N, C)) < probs).astype(int))
     code, out, err = run_cli(capsys, "evaluate", path, "--samples", "200")
     assert code == 0 and "one-hot" not in err
     assert f"N = {N * C}" in out
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".jsonl"])
+def test_recalibrate_refuses_one_hot_rows_saying_they_are_read_as_class_ids(
+    tmp_path, capsys, suffix
+) -> None:
+    """A failed command prints its error line alone, not the reader's warning: "3
+    probabilities per label" had not said why a file of one 0/1 label per probability
+    was multiclass."""
+    files = _files(tmp_path, suffix)
+    line = one_line_error(capsys, "recalibrate", files["a_one_hot"], files["b_ids"])
+    assert line.startswith(f"calib-metrics: error: {files['a_one_hot']}: 3 probabilities")
+    assert "beside one-hot rows, which are read as class ids" in line

@@ -101,6 +101,7 @@ def read_table(
     _check_layout(q, y, ids, path)
     columns = (q, y)
     shape = _shape(y[1])  # the labels' (an array's), by which an array's values are named
+    rows = shape or _list_rows(y[1])  # a JSON file's rows of C labels: [N, C] too
     y = _to_labels(y[1], path, y[0], lines, shape)
     check_nesting(q, columns[1], path, lines)
     keep = None if ignore_index is None else y != ignore_index
@@ -124,8 +125,8 @@ def read_table(
             raise ValueError(f"{path}: no rows but padding (every label is {ignore_index})")
     _check_values(q, y, path, columns, lines, keep)
     read = (str(columns[0][0]), str(columns[1][0]))
-    if ids is None and keep is None and lines is None:
-        y = _one_hot_as_class_ids(q, y, shape, path, read[1])
+    if ids is None and keep is None:
+        y = _one_hot_as_class_ids(q, y, rows, path, read[1])
     warn_if_hard(q, path, read[0])
     if ids is None:
         return Predictions(q, y, None, keep, None, read)
@@ -136,8 +137,9 @@ def read_table(
 def _one_hot_as_class_ids(
     q: Tensor, y: Tensor, shape: tuple[int, ...] | None, path: Path, column: str
 ) -> Tensor:
-    """An array's one-hot labels ``[N, C]`` beside probability rows of that shape that
-    sum to 1, as the class ids of its N items, said in a warning; other labels as read.
+    """An array's (or a JSON file's rows of) one-hot labels ``[N, C]`` beside probability
+    rows of that shape that sum to 1, as the class ids of its N items, said in a warning;
+    other labels as read.
     Read as N·C independent binary labels (multi-label), they had been resampled pair by
     pair (``compare``: "N = 1500 items" for 500, a narrower interval) and taken as
     independent by Spiegelhalter's test (z √2 times too large with two classes), without
@@ -158,6 +160,19 @@ def _one_hot_as_class_ids(
         stacklevel=3,
     )
     return rows.argmax(-1).to(y.dtype)
+
+
+def _list_rows(values: Any) -> tuple[int, int] | None:
+    """``(N, C)`` for a JSON column of N rows that each hold a flat list of C labels, else
+    None: JSON rows had been left out of the one-hot reading, which only arrays' shapes
+    reached (``[[0, 1, 0], ...]`` was read as 3·N independent labels without a word)."""
+    if not isinstance(values, list) or not values or not isinstance(values[0], list):
+        return None
+    size = len(values[0])
+    for row in values:
+        if not isinstance(row, list) or len(row) != size or any(isinstance(v, list) for v in row):
+            return None
+    return len(values), size
 
 
 def _no_probabilities(column: tuple[str, Any], path: Path, lines: list[int] | None) -> ValueError:
