@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from calib_metrics import CalibrationComparison
-from calib_metrics.functional import compare_calibration
+from calib_metrics.functional import compare_calibration, compare_calibration_by_label
 
 SAID = "target looks one-hot beside rows of probabilities that sum to 1"
 
@@ -74,3 +74,40 @@ def test_the_metric_of_class_ids_says_nothing() -> None:
     a, b, ids, _ = _models()
     metric = CalibrationComparison(num_classes=3, n_samples=50)
     assert not _said(lambda: (metric.update(a, b, ids), metric(a, b, ids)))
+
+
+def test_compare_calibration_by_label_warns_where_a_label_holds_an_items_pairs() -> None:
+    """Labels per item (expanded over the classes) put an item's C one-hot pairs in one
+    label, where they are resampled pair by pair, as compare_calibration resamples them.
+    Class by class, a label holds one pair of each item, its pairs are its items, and a
+    one-hot target is compared as class ids are: not warned of."""
+    a, b, ids, one_hot = _models()
+    per_item = (torch.arange(len(ids)) % 2).unsqueeze(1).expand_as(one_hot)
+    by_class = torch.arange(one_hot.shape[1]).expand_as(one_hot)
+    options = {"n_samples": 100, "min_units": 10}
+    with pytest.warns(UserWarning, match="resamples them pair by pair") as told:
+        compare_calibration_by_label(a, b, one_hot, per_item, **options)
+    ours = [w for w in told if SAID in str(w.message)]
+    assert len(ours) == 1 and ours[0].filename == __file__
+    assert str(ours[0].message).startswith("compare_calibration_by_label: ")
+    groups = torch.arange(len(ids)).unsqueeze(1).expand_as(one_hot)
+    assert not _said(lambda: compare_calibration_by_label(a, b, one_hot, by_class, **options))
+    assert not _said(lambda: compare_calibration_by_label(a, b, ids, per_item, **options))
+    assert not _said(
+        lambda: compare_calibration_by_label(a, b, one_hot, per_item, groups=groups, **options)
+    )
+
+
+def test_class_by_class_a_one_hot_target_is_compared_as_class_ids_are() -> None:
+    """Why class by class is not warned of: each label's pairs are its items either way,
+    so the same draws give the same intervals."""
+    a, b, ids, one_hot = _models()
+    by_class = torch.arange(one_hot.shape[1]).expand_as(one_hot)
+
+    def compared(target: torch.Tensor):
+        g = torch.Generator().manual_seed(1)
+        return compare_calibration_by_label(a, b, target, by_class, n_samples=200, generator=g)
+
+    of_ids, of_one_hot = compared(ids), compared(one_hot)
+    for field in ("difference", "lower", "upper", "p_value"):
+        assert torch.equal(getattr(of_ids, field), getattr(of_one_hot, field)), field

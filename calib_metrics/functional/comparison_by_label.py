@@ -85,9 +85,10 @@ from calib_metrics.functional.errors import (
     check_int,
     check_not_meta,
     said_once_for_all,
+    warn_at_caller,
 )
 from calib_metrics.functional.intervals import MAX_DRAWS, MIN_UNITS
-from calib_metrics.functional.multiclass import is_multiclass, pair_sets
+from calib_metrics.functional.multiclass import is_multiclass, one_hot_pairs_message, pair_sets
 
 CORRECTIONS = ("holm", "bh")
 
@@ -333,6 +334,7 @@ def compare_calibration_by_label(
     check_generator(generator)
     _check_options(options)
     flat = _check_inputs(probs_a, probs_b, target, labels, groups)
+    _warn_of_one_hot_items(probs_a, target, labels, groups)
     if correction not in CORRECTIONS:
         raise ValueError(f"correction must be 'holm' or 'bh', got {correction!r}")
     # Any real number type (numpy's float32 from a config array too), not a bool.
@@ -386,6 +388,24 @@ def _check_options(options: dict) -> None:
             f"compare_calibration_by_label() got unexpected keyword argument(s) {unknown}; "
             f"its estimator options are {', '.join(ESTIMATOR_OPTIONS)}"
         )
+
+
+def _warn_of_one_hot_items(
+    probs_a: Tensor, target: Tensor, labels: Tensor, groups: Tensor | None
+) -> None:
+    """compare_calibration's warning of a one-hot target beside softmax rows, where a
+    label holds several of an item's pairs: those are resampled pair by pair, as there
+    (labels per item, ``domain[:, None].expand_as(probs_a)``). Class by class, a label
+    holds one pair of each item, so its pairs are its items: nothing to warn of; nor
+    with ``groups``, which name the resampling units."""
+    if groups is not None or target.shape != probs_a.shape or target.ndim < 2:
+        return  # class ids, or binary pairs of no row
+    pairs_of_an_item_share_a_label = labels.sort(-1).values.diff(dim=-1) == 0
+    if not bool(pairs_of_an_item_share_a_label.any()):
+        return
+    message = one_hot_pairs_message(probs_a, target, read_by="comparison")
+    if message is not None:
+        warn_at_caller(f"compare_calibration_by_label: {message}")
 
 
 def _check_inputs(probs_a, probs_b, target, labels, groups) -> dict[str, Tensor | None]:
