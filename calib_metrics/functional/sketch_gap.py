@@ -50,7 +50,9 @@ mode's keeps its own.
 **What it assumes** (``benchmarks/streaming_gap_assumptions.py`` shows where it holds
 and where not). The pairs of a cell are exchangeable: labels that follow q inside a
 cell (a perfect ranker, y = 1[q > 0.3], at 1,024 cells) put the gap at 1.7–2.5× the
-bound; at the default resolution a cell is too narrow for it to show, but a tie group of
+bound; at the default resolution a cell is too narrow for it to show (but for the cells
+next to the ends, which hold every q below sigmoid(−16) = 1.1e-7, or above its mirror, at
+any resolution: labels that follow q there break it as in any wide cell), but a tie group of
 4,000 ones at q = 0.3 among calibrated values, cut 5 pairs in, puts it at 4.3× (its
 labels are not its neighbours'). Which cells hold one value is known exactly (each
 cell's lowest and highest q, :func:`~calib_metrics.functional.sketch.tied_cells`), so
