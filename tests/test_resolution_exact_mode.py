@@ -1,7 +1,8 @@
 """``resolution`` in the exact mode (``streaming=False``): a bad one is refused there too,
 and another value than the default is warned about. Once ``resolution="x"``, 3 and
 2**40 were all taken without a word by the exact mode, which keeps no histogram, while
-``streaming=True`` refused the first two and the third's memory."""
+``streaming=True`` refused the first two and the third's memory. Past ``MAX_RESOLUTION``
+(2**25) float32 cannot place the cells, so 2**40 is refused in either mode too."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ def test_a_bad_resolution_is_refused_in_either_mode(streaming: bool, value) -> N
         CalibrationError(streaming=streaming, resolution=value)
 
 
-@pytest.mark.parametrize("value", [2**20, 2**40])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_a_resolution_past_float32_s_reach_is_refused_in_either_mode(streaming: bool) -> None:
+    with pytest.raises(ValueError, match=r"at most 33,554,432 \(2\*\*25\).*streaming=False"):
+        CalibrationError(streaming=streaming, resolution=2**40)
+
+
+@pytest.mark.parametrize("value", [2**20, 2**25])
 def test_another_resolution_without_streaming_warns_and_keeps_every_pair(value: int) -> None:
     with pytest.warns(UserWarning, match=rf"resolution={value} sets the streaming histogram"):
         metric = CalibrationError(resolution=value)

@@ -15,7 +15,8 @@ def test_a_resolution_finer_than_float32_places_is_refused(resolution):
     resolution past 2**25 split any cell 2**25 does not (2**60 had been refused only as
     memory it could not allocate)."""
     said = rf"resolution must be at most 33,554,432 \(2\*\*25\), got {resolution:,}"
-    with pytest.raises(ValueError, match=said + r".*use the exact mode, streaming=False"):
+    way_out = r".*use the exact mode: streaming=False, with resolution left out"
+    with pytest.raises(ValueError, match=said + way_out):
         CalibrationError(streaming=True, resolution=resolution)
     with pytest.raises(ValueError, match=said):
         sketch.cell_index(torch.tensor([0.5]), resolution)

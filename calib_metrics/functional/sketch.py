@@ -146,7 +146,8 @@ def num_cells(resolution: int = DEFAULT_RESOLUTION) -> int:
         raise ValueError(
             f"resolution must be at most {MAX_RESOLUTION:,} (2**25), got {resolution:,}: the "
             "cells are placed in float32, which resolves no finer (a finer sketch put q = 0.5 "
-            "among values below it); for finer bins use the exact mode, streaming=False"
+            "among values below it); for finer bins use the exact mode: streaming=False, with "
+            "resolution left out"
         )
     return resolution
 
