@@ -418,3 +418,22 @@ def test_a_json_string_of_class_probabilities_is_told_to_drop_the_quotes(tmp_pat
     line = one_line_error(capsys, "evaluate", path)
     assert "column 'prob' holds a list of 3 numbers" in line and "written as text" in line
     assert "decimal comma" not in line and "a JSON list, without quotes" in line
+
+
+@pytest.mark.parametrize(
+    ("cell", "said"),
+    [
+        ('"[0, 0, 1]"', "class 2's one-hot label: write its class id, 2"),
+        ('"[0.5, 0.5]"', "a label cell holds one number: 0/1, or a class id 0..C-1"),
+    ],
+)
+def test_a_list_in_the_label_column_is_read_as_a_label_not_probabilities(
+    tmp_path, capsys, cell, said
+) -> None:
+    """A label cell '[0, 0, 1]' had been told it is how 'a row's class probabilities are
+    written'; it is a one-hot label, and the one number to write is its class id."""
+    path = tmp_path / "p.csv"
+    path.write_text(f"prob,label\n0.3,1\n0.7,{cell}\n")
+    line = one_line_error(capsys, "evaluate", path)
+    assert "line 3, column 'label' holds a list of" in line and said in line
+    assert "class probabilities are written" not in line

@@ -65,11 +65,13 @@ def _to_float(
     lines: list[int] | None = None,
     labels: tuple[int, ...] | None = None,
     ragged_hint: str = "",
+    of_labels: bool = False,
 ) -> Tensor:
     """``values`` as a flat float64 tensor; a cell that is no number is named by its row
     (``lines``: each row's line in a text file; ``labels``: an array file's labels'
     shape, whose index names its rows); ``ragged_hint`` ends the message for rows of
-    unequal lengths."""
+    unequal lengths; ``of_labels``: the column holds labels, so a list in a cell is
+    read as a one-hot label, not a row's probabilities."""
     if isinstance(values, np.ndarray) and np.iscomplexobj(values):
         raise ValueError(f"{path}: column {column!r} holds complex numbers, not real ones")
     if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
@@ -81,7 +83,7 @@ def _to_float(
     try:
         array = np.asarray(values, dtype=np.float64)
     except (OverflowError, TypeError, ValueError):
-        raise _not_a_number(values, path, column, lines, labels, ragged_hint) from None
+        raise _not_a_number(values, path, column, lines, labels, ragged_hint, of_labels) from None
     return torch.from_numpy(array.reshape(-1).copy())
 
 
@@ -146,6 +148,7 @@ def _not_a_number(
     lines: list[int] | None,
     labels: tuple | None,
     ragged_hint: str = "",
+    of_labels: bool = False,
 ) -> ValueError:
     """The error for a column that numpy cannot read as floats: its first bad value, or
     the first row whose number of values differs from the first row's."""
@@ -173,7 +176,7 @@ def _not_a_number(
             if over_lines is not None:
                 return over_lines
             where = f"{path}: {_row_of(lines, i, per_row, labels)}, column {column!r}"
-            listed = _listed_numbers(value, path)
+            listed = _listed_numbers(value, path, of_labels)
             if listed is not None:
                 return ValueError(f"{where} holds {listed}")
             hint = ""
@@ -191,15 +194,19 @@ MULTICLASS_LAYOUTS = (
 )
 
 
-def _listed_numbers(value: Any, path: Path) -> str | None:
+def _listed_numbers(value: Any, path: Path, of_labels: bool = False) -> str | None:
     """What to say of a text cell that is a bracketed list of numbers, ``[0.7, 0.2, 0.1]``:
-    a row's class probabilities, which a text cell cannot hold (its commas had drawn the
-    hint at decimal commas); None for any other value.
+    a row's class probabilities, or in a label column (``of_labels``) a one-hot label,
+    which a text cell cannot hold (its commas had drawn the hint at decimal commas); None
+    for any other value.
 
     Example:
         >>> print(_listed_numbers("[0.7, 0.2, 0.1]", Path("p.csv")))
         ... # doctest: +ELLIPSIS
         a list of 3 numbers '[0.7, 0.2, 0.1]', as a row's class probabilities are written; ...
+        >>> print(_listed_numbers("[0, 1, 0]", Path("p.csv"), of_labels=True))
+        ... # doctest: +ELLIPSIS
+        a list of 3 numbers '[0, 1, 0]', class 1's one-hot label: write its class id, 1; ...
         >>> _listed_numbers("0,7", Path("p.csv")) is None
         True
     """
@@ -210,7 +217,7 @@ def _listed_numbers(value: Any, path: Path) -> str | None:
         return None
     items = text[1:-1].replace(",", " ").split()
     try:
-        [float(item) for item in items]
+        numbers = [float(item) for item in items]
     except ValueError:
         return None
     if not items:
@@ -220,10 +227,27 @@ def _listed_numbers(value: Any, path: Path) -> str | None:
     if path.suffix.lower() in (".json", ".jsonl", ".ndjson"):
         # The list is there, but quoted: JSON reads it as one string.
         return f"{said}, written as text: write it as a JSON list, without quotes"
+    if of_labels:
+        return f"{said}, {_one_hot_advice(numbers)}; {MULTICLASS_LAYOUTS}"
     return (
         f"{said}, as a row's class probabilities are written; a text cell holds one "
         f"number: {MULTICLASS_LAYOUTS}"
     )
+
+
+def _one_hot_advice(numbers: list[float]) -> str:
+    """What a label cell's list is, and the one number to write instead.
+
+    Example:
+        >>> _one_hot_advice([0.0, 0.0, 1.0])
+        "class 2's one-hot label: write its class id, 2"
+        >>> _one_hot_advice([0.5, 0.5])
+        'a label cell holds one number: 0/1, or a class id 0..C-1'
+    """
+    if set(numbers) <= {0.0, 1.0} and numbers.count(1.0) == 1:
+        k = numbers.index(1.0)
+        return f"class {k}'s one-hot label: write its class id, {k}"
+    return "a label cell holds one number: 0/1, or a class id 0..C-1"
 
 
 def _over_lines(
@@ -310,11 +334,11 @@ def _to_labels(
         [0.0, 1.0, 0.0, 1.0]
     """
     if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":
-        return _to_float(values, path, column, lines, shape)  # numbers: no words to look for
+        return _to_float(values, path, column, lines, shape, of_labels=True)  # no words
     array = np.asarray(values, dtype=object).reshape(-1)
     words = [_BOOLEANS.get(v.strip().lower(), v) if isinstance(v, str) else v for v in array]
     try:
-        return _to_float(words, path, column, lines, shape, PAD_HINT)
+        return _to_float(words, path, column, lines, shape, PAD_HINT, of_labels=True)
     except ValueError as err:
         if "holds a non-numeric value" not in str(err):
             raise
