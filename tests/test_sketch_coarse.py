@@ -8,6 +8,7 @@ advance, so it warns at compute() when the cells are too coarse for the bins.
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -303,3 +304,12 @@ def test_the_class_described_and_the_class_that_names_the_remedy_may_differ():
 def test_one_coarse_sketch_of_several_is_named_in_the_singular():
     message = _one_packed_class_warning(resolution=4096, bin_size=4000)
     assert message.startswith("CalibrationError: 1 of 3 streaming sketches has ")
+
+
+def test_bins_of_one_pair_are_named_in_the_singular():
+    """bin_size=1 had been described as 'bins of 1 pairs'."""
+    metric = CalibrationError(streaming=True, resolution=16, bin_size=1)
+    metric.update(*_calibrated(1000))
+    messages = _coarse_warnings(metric, calls=1)
+    assert len(messages) == 1 and "(bins of 1 pair; a bin boundary" in messages[0]
+    assert re.search(r"\b1 pairs", messages[0]) is None

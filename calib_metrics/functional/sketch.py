@@ -970,10 +970,11 @@ def coarse_sketches_message(
     finer = None if None in needed else max(needed)
     exact_mib = 0.0 if exact is None else float(rows) * exact.row_bytes / 2**20
     sketch_mib = 0.0 if finer is None else finer * BYTES_PER_CELL / 2**20
+    bins = f"bins of {worst.bin_size} pair{'s' * (worst.bin_size != 1)}"
     if finer is None:
         remedy = (
             f"no sketch of up to {_MOST_CELLS:,} cells is expected to give "
-            f"{MIN_CELLS_PER_BIN} cells per bin of {worst.bin_size} pairs: use the exact mode"
+            f"{MIN_CELLS_PER_BIN} cells per bin ({bins}): use the exact mode"
         )
     elif exact is not None and exact_mib <= sketch_mib * exact.sketches:
         remedy = (
@@ -994,7 +995,7 @@ def coarse_sketches_message(
     else:
         which = f"{len(found)} of {len(sketches)} streaming sketches have as few as"
     return (
-        f"{which} {shown} cells per bin (bins of {worst.bin_size} pairs; a bin boundary "
+        f"{which} {shown} cells per bin ({bins}; a bin boundary "
         f"falls in a cell of about {worst.cell_size:,.0f} pairs, weighted by their pairs; "
         f"{worst.occupied} of {worst.resolution} cells hold several values): the sketch "
         "can only share out the labels of the cells the boundaries cut, so the bins' label "
