@@ -20,6 +20,7 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import (
     as_int,
+    check_computable_float,
     check_dense,
     check_dense_tensors,
     check_flag,
@@ -32,12 +33,14 @@ from calib_metrics.models.linear_chain import _hinted_pairwise_rows
 def _check_tensors(**named: object) -> None:
     """Raise ValueError naming the first argument that is not a tensor (a nested list,
     say, which had failed with an AttributeError on ``.dim()``), not a dense one (a
-    nested or sparse tensor: :func:`check_dense`) or is on the meta device (no values to
-    read: torch's own error had come from a copy or an ``.item()``)."""
+    nested or sparse tensor: :func:`check_dense`), is of a floating storage format
+    (:func:`check_computable_float`) or is on the meta device (no values to read: torch's
+    own error had come from a copy or an ``.item()``)."""
     for name, value in named.items():
         if not isinstance(value, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
         check_dense(value, name)
+        check_computable_float(value, name)
         check_not_meta(value, name)
 
 

@@ -186,8 +186,11 @@ def test_span_queries_read_no_span_outside_its_sentence() -> None:
     assert q.tolist() == [0.75, 0.25, 0.125] and y.tolist() == [1.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize("dtype", [torch.int64, "float64", torch.bool])
+@pytest.mark.parametrize(
+    "dtype", [torch.int64, "float64", torch.bool, torch.float8_e4m3fn, torch.float8_e5m2]
+)
 def test_compute_dtype_must_be_a_floating_torch_dtype(dtype) -> None:
+    """float8 is floating too, and had crashed with torch's NotImplementedError."""
     from calib_metrics.models import linear_chain
 
     with pytest.raises(ValueError, match=r"compute_dtype must be a floating torch\.dtype"):

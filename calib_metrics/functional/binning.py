@@ -48,6 +48,7 @@ from torch import Tensor
 
 from calib_metrics.functional.errors import (
     NoPairsError,
+    as_int64,
     check_dense,
     check_id_tensor,
     check_int,
@@ -251,15 +252,7 @@ def supported_dtype(tensor: Tensor, name: str) -> Tensor:
     if dtype in SUPPORTED_DTYPES:
         return tensor
     if dtype in _WIDE_UNSIGNED:
-        wide = tensor.to(torch.int64)
-        # Above int64's maximum a uint64 wraps to a negative value, which no uint64 holds.
-        if dtype == torch.uint64 and bool((wide < 0).any()):
-            found = wide[wide < 0][0].item() + 2**64
-            raise ValueError(
-                f"{name} holds {found} (dtype {dtype}), above int64's maximum "
-                f"{torch.iinfo(torch.int64).max}, the widest integer the library computes in"
-            )
-        return wide
+        return as_int64(tensor, name)
     if dtype in _FLOAT8:
         return tensor.to(torch.float32)
     raise ValueError(

@@ -237,6 +237,54 @@ def non_dense_layout(tensor: torch.Tensor) -> str | None:
     return None if tensor.layout == torch.strided else str(tensor.layout).removeprefix("torch.")
 
 
+def as_int64(values: torch.Tensor, name: str) -> torch.Tensor:
+    """Integer ``values`` as int64, refusing by ``name`` a uint64 value above int64's
+    maximum: it wraps to a negative value, which had been read as padding (a coreference
+    id as "no entity") or named as a value never written. One host read for uint64.
+
+    Example:
+        >>> as_int64(torch.tensor([2**63], dtype=torch.uint64), "tags")
+        Traceback (most recent call last):
+        ...
+        ValueError: tags holds 9223372036854775808 (dtype torch.uint64), above int64's ...
+    """
+    wide = values.long()
+    if values.dtype == torch.uint64 and bool((wide < 0).any()):
+        found = wide[wide < 0][0].item() + 2**64
+        raise ValueError(
+            f"{name} holds {found} (dtype {values.dtype}), above int64's maximum "
+            f"{torch.iinfo(torch.int64).max}, the widest integer the library computes in"
+        )
+    return wide
+
+
+# The floating dtypes torch computes in; the float8 and packed float4 formats are storage
+# only (max, comparisons and masked_fill are not implemented for them).
+COMPUTE_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def check_computable_float(tensor: torch.Tensor, name: str) -> None:
+    """Raise ValueError naming ``name`` where ``tensor`` is of a floating storage format
+    (float8, packed float4) that torch has no arithmetic for: the models and queries had
+    failed deep inside with torch's NotImplementedError. Other dtypes are the caller's to
+    check.
+
+    Example:
+        >>> check_computable_float(torch.zeros(2, dtype=torch.float8_e4m3fn), "emissions")
+        Traceback (most recent call last):
+        ...
+        ValueError: emissions has dtype torch.float8_e4m3fn, a storage format torch ...
+    """
+    if not tensor.is_floating_point() or tensor.dtype in COMPUTE_FLOATS:
+        return
+    # Packed float4 holds two values a byte, and torch converts it to nothing.
+    packed = "float4" in str(tensor.dtype)
+    way_out = "unpack it to float32 values" if packed else f"pass {name}.float()"
+    raise ValueError(
+        f"{name} has dtype {tensor.dtype}, a storage format torch has no arithmetic for: {way_out}"
+    )
+
+
 def check_not_meta(tensor: torch.Tensor, name: str) -> None:
     """Raise ValueError if ``tensor`` is on the meta device: it has a shape but no values,
     and torch's own error comes from a copy or an ``.item()`` deep inside.

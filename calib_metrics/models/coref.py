@@ -37,6 +37,7 @@ from torch import Tensor
 from calib_metrics.functional.errors import (
     MOST_SAMPLES,
     as_int,
+    check_computable_float,
     check_dense_tensors,
     check_generator,
     check_not_meta,
@@ -88,6 +89,7 @@ def _check_scores(scores: Tensor, mask: Tensor | None) -> _Checked:
         )
     if not scores.is_floating_point():
         raise ValueError(f"scores must be a floating-point tensor, got dtype {scores.dtype}")
+    check_computable_float(scores, "scores")
     check_not_meta(scores, "scores")
     if mask is None:
         return _Checked(None, None)

@@ -11,9 +11,10 @@ import torch
 
 def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
     """``torch.load`` of a model file (``weights_only``): a missing path is a
-    FileNotFoundError, a ``map_location`` device not available here a ValueError naming
-    it, and a file torch cannot read a ValueError saying that it is not a saved model,
-    where torch raises many types (an unpickling error for a text file).
+    FileNotFoundError, a directory a ValueError saying so (it had been called missing), a
+    ``map_location`` device not available here a ValueError naming it, and a file torch
+    cannot read a ValueError saying that it is not a saved model, where torch raises many
+    types (an unpickling error for a text file).
 
     Example:
         >>> import tempfile, os
@@ -28,6 +29,8 @@ def load_torch_file(path: str | Path, map_location: Any = "cpu") -> Any:
         ValueError: .../notes.txt cannot be read as a saved model (not one, damaged, or ...
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory: pass the path of a saved model file in it")
     if not path.is_file():
         raise FileNotFoundError(f"model file not found: {path}")
     _check_device(map_location)

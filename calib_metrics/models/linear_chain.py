@@ -16,9 +16,13 @@ forward-backward recursions run in probability space with a per-step rescaling
 shifted by each step's maximum, transition scores shifted per column, and each
 step is one small matrix product ``[B, K] @ [K, K]``, a multiply and a
 normalisation, instead of the ``[B, K, K]`` log-sum-exp of a log-space
-recursion; float64 by default (``compute_dtype``). Should a step span so many
-nats that terms could underflow (hundreds: about 708 below the step's best score
-in float64, 87 in float32; never for trained HMM/CRF potentials), the call is
+recursion; float64 by default (``compute_dtype``: float32 is as exact as shown below;
+float16 and bfloat16, for sampling speed on an accelerator, are not: on chains of 40
+tokens and 5 tags, emissions of scale 5 and transitions of scale 3, log Z missed
+float64's by 0.29 and 0.83 nats, the marginals by 0.002 and 0.02, and bfloat16's
+Viterbi path was not the best). Should a
+step span so many nats that terms could underflow (hundreds: about 708 below the step's
+best score in float64, 87 in float32; never for trained HMM/CRF potentials), the call is
 redone by a per-step-normalised log-space recursion, which is exact for any
 finite scores. That includes a "forbidden" choice written as a large negative
 number (pytorch-crf users' -1e4): write it as -inf, which the fast path keeps
@@ -73,8 +77,11 @@ from torch import Tensor
 from torch._C import _functorch as functorch  # no public test for a vmap-batched tensor
 
 from calib_metrics.functional.errors import (
+    COMPUTE_FLOATS,
     MOST_SAMPLES,
     as_int,
+    as_int64,
+    check_computable_float,
     check_dense_tensors,
     check_flag,
     check_generator,
@@ -197,6 +204,7 @@ def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Te
         )
     if not emissions.is_floating_point():
         raise ValueError(f"emissions must be floating point, got {emissions.dtype}")
+    check_computable_float(emissions, "emissions")
     check_not_meta(emissions, "emissions")
     _, length, num_tags = emissions.shape
     # B = 0 is a batch of no sentences (left_align's of rows that keep no token): empty
@@ -217,6 +225,7 @@ def _check_shapes(emissions: Tensor, transitions: Tensor, start: Tensor, end: Te
             raise ValueError(f"{name} must have shape {dims} = {list(shape)}, got {got}")
         if not value.is_floating_point():
             raise ValueError(f"{name} must be floating point, got {value.dtype}")
+        check_computable_float(value, name)
         check_not_meta(value, name)
 
 
@@ -283,7 +292,7 @@ def as_indices(values: Tensor, name: str) -> Tensor:
     """
     if values.is_floating_point() or values.is_complex() or values.dtype == torch.bool:
         raise ValueError(f"{name} must be an integer tensor, got {values.dtype}")
-    return values.long()
+    return as_int64(values, name)
 
 
 def left_align_hint(arguments: str = "emissions, mask=mask", call: str | None = None) -> str:
@@ -627,12 +636,11 @@ def _prepare(
         mask = torch.ones(emissions.shape[:2], dtype=torch.bool, device=emissions.device)
     else:
         mask = mask.to(device=emissions.device, dtype=torch.bool)
-    if compute_dtype is not None and not (
-        isinstance(compute_dtype, torch.dtype) and compute_dtype.is_floating_point
-    ):
+    if compute_dtype is not None and compute_dtype not in COMPUTE_FLOATS:
+        # float8 and packed float4 are floating too, but torch has no arithmetic for them.
         raise ValueError(
-            f"compute_dtype must be a floating torch.dtype (e.g. torch.float64), "
-            f"got {compute_dtype!r}"
+            "compute_dtype must be a floating torch.dtype torch computes in (torch.float64, "
+            f"float32, float16 or bfloat16), got {compute_dtype!r}"
         )
     dtype = compute_dtype or default_compute_dtype(emissions.device)
     return (
