@@ -446,9 +446,11 @@ class IsotonicCalibration(FittedModule):
     """Isotonic regression of the labels on the scores (scikit-learn's, at the numpy edge).
 
     Fitting calls ``sklearn.isotonic.IsotonicRegression(y_min=0, y_max=1,
-    out_of_bounds="clip")`` on CPU copies; the fitted thresholds are buffers and
-    prediction is torch's linear interpolation between them, on the input's device,
-    equal to scikit-learn's ``predict``.
+    out_of_bounds="clip")`` on CPU copies of the ranks of the distinct scores, so that
+    the map depends on their order only (scikit-learn pools scores within about 1e-15 of
+    each other); the fitted thresholds, mapped back to scores, are buffers and prediction
+    is torch's linear interpolation between them, on the input's device, equal to
+    scikit-learn's ``predict`` wherever it tells the scores apart.
 
     Args:
         inputs: ``"scores"`` (any real numbers) or ``"probs"``: fit and calls take
@@ -480,11 +482,17 @@ class IsotonicCalibration(FittedModule):
             raise ImportError(
                 "IsotonicCalibration needs scikit-learn (pip install scikit-learn)"
             ) from err
+        # Fitted on the ranks of the distinct scores, whose thresholds are ranks too:
+        # scikit-learn pools values within about 1e-15 of each other, so on the scores
+        # themselves the map had depended on their scale (flat at scores of 1e-20).
+        distinct, rank = torch.unique(scores.detach().double(), return_inverse=True)
         iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
-        iso.fit(scores.detach().cpu().numpy(), y.detach().cpu().numpy())
-        as_tensor = {"dtype": torch.float64, "device": scores.device}
-        self.x_thresholds = torch.as_tensor(iso.X_thresholds_, **as_tensor)
-        self.y_thresholds = torch.as_tensor(iso.y_thresholds_, **as_tensor)
+        iso.fit(rank.cpu().double().numpy(), y.detach().cpu().numpy())
+        at = torch.as_tensor(iso.X_thresholds_.round(), dtype=torch.long, device=scores.device)
+        self.x_thresholds = distinct[at]
+        self.y_thresholds = torch.as_tensor(
+            iso.y_thresholds_, dtype=torch.float64, device=scores.device
+        )
         self.fitted = torch.tensor(True, device=scores.device)
         _warn_if_uninformative(self, scores, y)
         _warn_if_separable(self, scores, y)
