@@ -413,6 +413,7 @@ class _LogitScaler(SettingsInState, FittedModule):
         # A mask of float64's lowest value overflows to -inf once divided by T < 1, and the
         # gradient with it (NaN loss); any logit beyond ±MASK_FLOOR decides its probability
         # (0 or 1) there as at the floor. Both sides: a binary score is a log-odds either way.
+        _refuse_clamped(logits, binary)
         z = float64_copy(logits).clamp(MASK_FLOOR, -MASK_FLOOR)
         y = y.detach().clone()
         z = self._dev_logits(z, y)
@@ -584,6 +585,29 @@ class _LogitScaler(SettingsInState, FittedModule):
         """The recalibrated logits (float64) of a checked input, at ``params``."""
         logits = self._prepare_input(checked, binary=c == 1)
         return self._transform(logits.to(torch.float64), params)
+
+
+def _refuse_clamped(logits: Tensor, binary: bool) -> None:
+    """Refuse scores the fit would clamp at ``-MASK_FLOOR`` = 1e200: a binary score beyond
+    ±1e200 or a multiclass logit above it (one below -1e200 is a mask). Clamped, scores of
+    that scale had been fitted silently wrong (T/scale 0.99 for 1.89 at 1e200, 1e-50 times
+    it at 1e250). One host read.
+
+    Example:
+        >>> _refuse_clamped(torch.tensor([3e200, -1.0, 2.0], dtype=torch.float64), binary=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: 1 of 3 scores lie beyond ±1e200, where the fit clamps them: divide ...
+    """
+    beyond = logits.abs() > -MASK_FLOOR if binary else logits > -MASK_FLOOR
+    count = int(beyond.sum())
+    if count:
+        noun, bound = ("scores", "±1e200") if binary else ("logits", "+1e200")
+        raise ValueError(
+            f"{count:,} of {logits.numel():,} {noun} lie beyond {bound}, where the fit clamps "
+            "them: divide them by a constant, at fit and at call alike (temperature and "
+            "Platt scaling are scale-free)"
+        )
 
 
 class TemperatureScaling(_LogitScaler):
