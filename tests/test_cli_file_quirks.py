@@ -360,6 +360,17 @@ def test_recalibrate_out_must_be_a_csv_name(tmp_path, capsys, name) -> None:
     assert not out.exists()
 
 
+@pytest.mark.parametrize("name", ["out.csv.gz", "out.csv.bz2", "out.xz", "out.ZIP"])
+def test_recalibrate_out_refuses_a_compressed_name(tmp_path, capsys, name) -> None:
+    """It had written plain CSV text under a .csv.gz name, which nothing reads back."""
+    dev = _csv(tmp_path / "dev.csv", PLAIN)
+    test = _csv(tmp_path / "test.csv", PLAIN)
+    out = tmp_path / name
+    line = one_line_error(capsys, "recalibrate", dev, test, "--out", out, "--samples", "20")
+    assert f"--out {out}: is written as plain CSV text, not compressed" in line
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("name", ["out.txt", "out", "out.CSV"])
 def test_recalibrate_out_takes_a_name_of_no_other_format(tmp_path, capsys, name) -> None:
     """A .txt, a name without suffix (or a device: /dev/stdout) had been written before

@@ -391,22 +391,33 @@ def check_figure_path(path: Path, option: str) -> None:
 # The suffixes of the formats the reader takes other than CSV text: an output written as
 # CSV under one of them would be read back as that format.
 _OTHER_FORMATS = (".tsv", ".npz", ".npy", ".json", ".jsonl", ".ndjson", ".pt", ".pth")
+# Compressed names: the text is written plain, which no reader of the name expects.
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zip", ".zst")
 
 
 def check_csv_path(path: Path, option: str) -> None:
     """Refuse an output path for a CSV file named as another format the reader knows
-    (``.npz``, ``.json``, ...): the file had been written as CSV text under it, and could
-    not be read back as the suffix says. Any other name (``.csv``, ``.txt``, none, a
-    device such as ``/dev/stdout``) is taken.
+    (``.npz``, ``.json``, ...) or as compressed (``.csv.gz``): the file had been written
+    as plain CSV text under it, and could not be read back as the suffix says. Any other
+    name (``.csv``, ``.txt``, none, a device such as ``/dev/stdout``) is taken; the
+    reader takes ``.csv`` of these.
 
     Example:
         >>> check_csv_path(Path("recalibrated.txt"), "--out")
         >>> check_csv_path(Path("recalibrated.npz"), "--out")
         Traceback (most recent call last):
         ValueError: --out recalibrated.npz: is written as CSV text: give it a .csv name
+        >>> check_csv_path(Path("recalibrated.csv.gz"), "--out")
+        Traceback (most recent call last):
+        ValueError: --out recalibrated.csv.gz: is written as plain CSV text, not compressed: ...
     """
-    if path.suffix.lower() in _OTHER_FORMATS:
+    suffix = path.suffix.lower()
+    if suffix in _OTHER_FORMATS:
         raise ValueError(f"{option} {path}: is written as CSV text: give it a .csv name")
+    if suffix in _COMPRESSED:
+        raise ValueError(
+            f"{option} {path}: is written as plain CSV text, not compressed: give it a .csv name"
+        )
 
 
 def _check_page_figures(path: Path, option: str) -> None:
