@@ -567,7 +567,8 @@ def test_a_probs_scaler_names_its_input_probs(make) -> None:
         make(inputs="probs").fit(torch.tensor(0.5), torch.tensor(1.0))
     with pytest.raises(ValueError, match=r"^probs must be floating point"):
         make(inputs="probs").fit(torch.tensor([1, 0]), torch.tensor([1, 0]))
-    with pytest.raises(ValueError, match=r"^logits is empty"):  # as the default module takes it
+    named = "scores" if make is PlattScaling else "logits"  # as the fit's argument is named
+    with pytest.raises(ValueError, match=rf"^{named} is empty"):
         make().fit(torch.zeros(0), torch.zeros(0))
 
 

@@ -64,7 +64,7 @@ def test_token_logits_are_refused_with_the_fix(scaler) -> None:
 
 @pytest.mark.parametrize(
     ("make", "inputs"),
-    [(TemperatureScaling, "logits"), (PlattScaling, "logits"), (IsotonicCalibration, "scores")],
+    [(TemperatureScaling, "logits"), (PlattScaling, "scores"), (IsotonicCalibration, "scores")],
 )
 def test_binary_padding_is_refused_with_the_fix_naming_the_inputs(make, inputs) -> None:
     logits, target = _tokens()

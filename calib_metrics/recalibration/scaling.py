@@ -126,17 +126,18 @@ def check_logits(
     fitting: bool = True,
     masks: bool = False,
     no_masks: str = _MASKS_GO,
+    name: str = "logits",
 ) -> Tensor:
     """Floating and finite; when ``fitting``, at least 1-D and non-empty (a fitted binary
     module maps scores of any shape, a 0-dim one or an empty batch included). With
     ``masks`` (multiclass logits ``[..., C]`` of a temperature), ``-inf`` entries are
     masked classes, and a row needs one class that is not masked. Without, a ``-inf`` is
-    refused with ``no_masks``, what to change for masks."""
-    logits = _check_form(logits, fitting)
+    refused with ``no_masks``, what to change for masks. Errors call the input ``name``."""
+    logits = _check_form(logits, fitting, name)
     if masks and logits.ndim >= 1:
         _check_class_masks(logits)
     elif not bool(torch.isfinite(logits).all()):
-        _refuse_infinite(logits, "logits", no_masks)
+        _refuse_infinite(logits, name, no_masks)
     return logits
 
 
@@ -268,6 +269,8 @@ class _LogitScaler(SettingsInState, FittedModule):
     binary_unit_scores_suspect = True
     # Whether a fit takes multiclass logits [N, C] (PlattScaling's takes binary scores only).
     multiclass_ok = True
+    # What its errors call logits, as its fit's argument is named (PlattScaling: scores).
+    input_name = "logits"
     settings = ("inputs",)
 
     def __init__(self, max_iter: int = 200, inputs: str = "logits") -> None:
@@ -364,6 +367,11 @@ class _LogitScaler(SettingsInState, FittedModule):
             return logits
         return logit(logits) if binary else _log_probs(logits)
 
+    @property
+    def _input_noun(self) -> str:
+        """What errors call the input: ``probs``, or the fit's own name for logits."""
+        return "probs" if self.inputs == "probs" else self.input_name
+
     def _masks(self, binary: bool) -> bool:
         """Whether these logits may hold -inf class masks."""
         return self.class_masks and not binary and self.inputs == "logits"
@@ -386,7 +394,13 @@ class _LogitScaler(SettingsInState, FittedModule):
                 "binary scores [N] are log-odds, where -inf is no class mask: for -inf class "
                 "masks, pass the classes' logits [N, C], C >= 2, to TemperatureScaling"
             )
-        return check_logits(logits, fitting=fitting, masks=self._masks(binary), no_masks=no_masks)
+        return check_logits(
+            logits,
+            fitting=fitting,
+            masks=self._masks(binary),
+            no_masks=no_masks,
+            name=self.input_name,
+        )
 
     def fit(self, logits: Tensor, target: Tensor) -> _LogitScaler:
         """Fit on held-out ``logits`` ``[N, C]`` with class ids ``target`` ``[N]`` (or, where
@@ -396,7 +410,7 @@ class _LogitScaler(SettingsInState, FittedModule):
         padding dropped first, ``keep = target != -100; fit(logits[keep], target[keep])``;
         the fitted module then takes logits of any leading shape, ``[B, T, C]`` included.
         """
-        binary = check_tensor(logits, "logits").ndim == 1
+        binary = check_tensor(logits, self._input_noun).ndim == 1
         given = self._check_input(logits, binary)
         logits = self._prepare_input(given, binary)
         if binary and not self.binary_ok:
@@ -405,7 +419,7 @@ class _LogitScaler(SettingsInState, FittedModule):
                 f"{tuple(logits.shape)}"
             )
         if binary:
-            y = check_binary_target(target, logits, self.inputs)  # as the caller named them
+            y = check_binary_target(target, logits, self._input_noun)
         else:
             y = check_multiclass(logits, target)
         suspicion = self._probabilities_note(given, binary)
@@ -1166,6 +1180,7 @@ class PlattScaling(_LogitScaler):
     binary_ok = True
     multiclass_ok = False
     binary_unit_scores_suspect = False
+    input_name = "scores"
     #: Who its warnings name: ScalingBinning's Platt step speaks in ScalingBinning's (a
     #: class default, so that a module pickled before it had this attribute has it too).
     said_as = "PlattScaling"
