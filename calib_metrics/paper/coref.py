@@ -355,8 +355,11 @@ def evaluate(
     label: str,
 ) -> dict[str, Any]:
     """Exact and sampled pairwise marginals, their calibration, and 1-best cluster scores."""
-    gen = torch.Generator().manual_seed(args.seed + 1)
-    m = _marginals(model, feats, args.samples, gen, label)
+    sampler = torch.Generator().manual_seed(args.seed + 1)
+    m = _marginals(model, feats, args.samples, sampler, label)
+    # The intervals' draws (and the jitter that breaks ties) have a generator of their own:
+    # drawn after the sampler's, the exact columns' ends had moved with --samples.
+    draws = torch.Generator().manual_seed(args.seed + 3)
     q, q_s, y, documents = m["q"], m["q_sampled"], m["y"], m["documents"]
     n_pairs = int(q.numel())
     if n_pairs == 0:
@@ -373,18 +376,18 @@ def evaluate(
         "abs_diff_max": float(diff.max()),
         "seconds_exact": m["seconds_exact"],
         "seconds_sampled": m["seconds_sampled"],
-        "exact": {"main": _calibration(q, y, args.bin_size, args, gen)},
-        "exact_documents": _document_interval(q, y, documents.to(q.device), gen),
+        "exact": {"main": _calibration(q, y, args.bin_size, args, draws)},
+        "exact_documents": _document_interval(q, y, documents.to(q.device), draws),
         # Issue 15: sampled against exact marginals, paired over whole documents.
         "sampled_minus_exact": paired.difference(
             q_s, q, y, groups=documents.to(q.device), seed=args.seed + 2
         ),
-        "sampled": {"main": _calibration(q_s, y, args.bin_size, args, gen)},
+        "sampled": {"main": _calibration(q_s, y, args.bin_size, args, draws)},
         # The estimate takes only S + 1 values, so huge groups of pairs tie (most at 0).
         # Adaptive binning gives each bin a split tie group's mean label (DESIGN.md); a
         # jitter far below 1/S breaks the ties at random instead, for comparison.
         "sampled_random_ties": {
-            "main": _calibration(_jitter(q_s, gen), y, args.bin_size, args, gen)
+            "main": _calibration(_jitter(q_s, draws), y, args.bin_size, args, draws)
         },
         "sampled_zero": {
             "pairs": int((q_s == 0).sum()),
@@ -397,9 +400,10 @@ def evaluate(
     # Fewer than ten bins of the paper's size give a coarse curve: add a finer binning.
     if n_pairs < 10 * args.bin_size:
         small = max(50, n_pairs // 20)
-        out["exact"]["small"] = _calibration(q, y, small, args, gen)
-        out["sampled"]["small"] = _calibration(q_s, y, small, args, gen)
-        out["sampled_random_ties"]["small"] = _calibration(_jitter(q_s, gen), y, small, args, gen)
+        out["exact"]["small"] = _calibration(q, y, small, args, draws)
+        out["sampled"]["small"] = _calibration(q_s, y, small, args, draws)
+        jittered = _jitter(q_s, draws)
+        out["sampled_random_ties"]["small"] = _calibration(jittered, y, small, args, draws)
     return out
 
 
