@@ -336,6 +336,29 @@ def test_ignore_index_0_or_1_is_refused_for_binary_labels(tmp_path, capsys, labe
     assert "such as -100" in line
 
 
+SIGNED = [f"{q},{2 * y - 1}" for q, y in zip(PROBS, LABELS)]  # an SVM's -1/+1 labels
+
+
+def test_minus_one_of_plus_minus_one_labels_is_called_a_class_not_padding(tmp_path, capsys):
+    """A -1/+1 file had been told "(padding? pass --ignore-index -1)", and following the
+    hint dropped every negative and scored the positives alone, exit 0."""
+    path = _csv(tmp_path / "p.csv", SIGNED)
+    line = one_line_error(capsys, "evaluate", path)
+    assert "holds -1: a label must be binary (0 or 1) (labels -1/+1? write -1 as 0)" in line
+    assert "--ignore-index" not in line
+    line = one_line_error(capsys, "evaluate", path, "--ignore-index", "-1")
+    assert "--ignore-index -1 drops 60 of 120 rows and leaves labels all 1: -1 is a class" in line
+
+
+def test_padding_of_a_few_rows_is_still_dropped(tmp_path, capsys) -> None:
+    """Padding rows, a few of a file whose other labels are 0 and 1 (or even of one
+    class, where they are under a tenth of the rows), are dropped as before."""
+    padded = PLAIN + ["0.5,-1"] * 20
+    assert _evaluate(capsys, _csv(tmp_path / "p.csv", padded), "--ignore-index", "-1")["n"] == N
+    ones = [row for row in PLAIN if row.endswith(",1")] + ["0.5,-1"] * 6
+    assert _evaluate(capsys, _csv(tmp_path / "o.csv", ones), "--ignore-index", "-1")["n"] == 60
+
+
 def test_ignore_index_0_stays_a_class_of_a_multiclass_file(tmp_path, capsys) -> None:
     path = tmp_path / "p.npz"
     probs = np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]] * 20)

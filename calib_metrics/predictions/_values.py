@@ -387,10 +387,13 @@ def _check_labels(
     shown = _missing(column[1], file_row(keep, i))
     if not math.isnan(value):
         shown = f"holds {_as_written(column[1], file_row(keep, i), value)}"
-    # A negative whole number is likely padding; the hint is what --ignore-index takes.
+    # A negative whole number is likely padding, and the hint is what --ignore-index
+    # takes; but the -1 of labels all -1 or +1 is the negative class.
     padding = (
         f" (padding? pass --ignore-index {int(value)})" if value < 0 and value % 1 == 0 else ""
     )
+    if per_row == 1 and value == -1 and bool(((y == -1) | (y == 1)).all()):
+        padding = " (labels -1/+1? write -1 as 0)"
     integers = (
         f"; column {probs[0]!r} holds integers, not probabilities (class ids or hard "
         "predictions?): give the model's probabilities, [N, C] for C classes"
