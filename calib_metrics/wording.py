@@ -77,16 +77,20 @@ def counted(count: float, noun: str, plural: str | None = None, grouped: bool = 
 
 def level_text(confidence: float) -> str:
     """An interval's level as every output writes it: ``95%``, ``99.9%``, ``97.5%``. Every
-    digit the level has is kept (up to ten): rounded to a whole percent, 0.999 had read
-    "100%" and 0.975 "98%"; float noise (100 × 0.57 = 56.99999999999999) is not shown.
+    digit the level has is kept (up to ten, more for a level that ten round to 100%):
+    rounded to a whole percent, 0.999 had read "100%" and 0.975 "98%"; float noise
+    (100 × 0.57 = 56.99999999999999) is not shown.
 
     Example:
         >>> level_text(0.95), level_text(0.999), level_text(0.975), level_text(0.57)
         ('95%', '99.9%', '97.5%', '57%')
-        >>> level_text(0.9999999)
-        '99.99999%'
+        >>> level_text(0.9999999), level_text(0.9999999999999999)
+        ('99.99999%', '99.99999999999999%')
     """
-    return f"{100 * float(confidence):.10g}%"
+    text = f"{100 * float(confidence):.10g}"
+    if text == "100" and confidence < 1:  # a level below 1 had read "100%"
+        text = repr(100 * float(confidence))
+    return f"{text}%"
 
 
 #: Characters that no font draws, and most of which HTML does not allow in a document

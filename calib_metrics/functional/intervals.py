@@ -429,13 +429,15 @@ def normal_quantile(confidence: float) -> float:
     """z with P(|Z| < z) = confidence for a standard normal Z (1.96 for 0.95).
 
     Example:
-        >>> round(normal_quantile(0.95), 2)
-        1.96
+        >>> round(normal_quantile(0.95), 2), round(normal_quantile(0.9999999999999999), 2)
+        (1.96, 8.29)
     """
     check_confidence(confidence)
     # A number: on the host whatever torch's default device is (a GPU's had synchronised).
-    level = torch.tensor((1 + confidence) / 2, dtype=torch.float64, device="cpu")
-    return float(torch.special.ndtri(level))
+    # From the lower tail, (1 - c) / 2, which keeps every digit of a level near 1: the
+    # upper, (1 + c) / 2, rounds to 1.0 at c = 1 - 2**-53, and z had been inf.
+    tail = torch.tensor((1 - confidence) / 2, dtype=torch.float64, device="cpu")
+    return -float(torch.special.ndtri(tail))
 
 
 # --- The one reduction: weighted bin gaps to an error -------------------------------

@@ -82,7 +82,7 @@ def warn_if_zero_width(
     if has_zero_width(low, high):
         kind = getattr(result, "kind", None)  # IntervalKind, where the result carries it
         grouped = kind is not None and kind.interval == "groups"
-        text = _zero_width_text(bins, norm, confidence, grouped)
+        text = _zero_width_text(bins, norm, confidence, grouped, (low, high))
         warn_at_caller(text, category=ZeroWidthWarning)
     return result
 
@@ -137,7 +137,7 @@ def warn_if_comparison_zero_width(
     fields += (result.difference, result.p_value)
     values = torch.stack([value.double() for value in fields]).tolist()
     said = [
-        _zero_width_text(model.bins, norm, confidence, grouped)
+        _zero_width_text(model.bins, norm, confidence, grouped, tuple(values[2 * k : 2 * k + 2]))
         if has_zero_width(*values[2 * k : 2 * k + 2])
         else None
         for k, model in enumerate((a, b))
@@ -157,10 +157,15 @@ def warn_if_comparison_zero_width(
         warn_at_caller("; ".join(parts), category=ZeroWidthWarning)
 
 
-def _zero_width_text(bins: Bins, norm: str, confidence: float, grouped: bool = False) -> str:
-    """Why the interval of ``bins`` is a point: its worst bin (max norm) or its pure bins
-    (one host read: the bins' three fields together). The bound counts labels, so over
-    groups (``grouped``) it is said to hold if they are independent."""
+def _zero_width_text(
+    bins: Bins, norm: str, confidence: float, grouped: bool = False, ends: tuple = (0.0, 1.0)
+) -> str:
+    """Why the interval of ``bins`` (ending at ``ends``) is a point: its worst bin (max
+    norm) or its bins all pure (one host read: the bins' three fields together); else
+    draws all clipped at 0, a level too low to hold any spread, or draws all equal. Pure
+    bins beside mixed ones spread the draws, so they are not named then (19 of 54 had
+    been, for a level of 1e-300). The bound counts labels, so over groups (``grouped``)
+    it is said to hold if they are independent."""
     pred_mean, freq, count = torch.stack(
         [bins.pred_mean.double(), bins.freq.double(), bins.count.double()]
     ).cpu()
@@ -176,8 +181,8 @@ def _zero_width_text(bins: Bins, norm: str, confidence: float, grouped: bool = F
                 f"the max-norm interval has zero width: its worst bin's {_count(n)} labels are "
                 f"all {label}, {holding}; {_consistent(n, label, confidence, grouped)}"
             )
-    if not bool(pure.any()):
-        return "the interval has zero width: its draws all gave one error"
+    if not bool(pure[filled].all()):
+        return _other_cause(ends, confidence)
     smallest = int(torch.where(pure, count, torch.inf).argmin())
     n, label = count[smallest].item(), int(freq[smallest].item())
     consistent = _consistent(n, label, confidence, grouped)
@@ -185,6 +190,37 @@ def _zero_width_text(bins: Bins, norm: str, confidence: float, grouped: bool = F
         f"the interval has zero width: {int(pure.sum())} of its {int(filled.sum())} bins hold "
         f"labels all 0 or all 1, {holding}; in the smallest, {consistent}"
     )
+
+
+# Below this level the normal form's z (1.25 z at c, for small c) leaves an interval
+# narrower than the relative width taken as none.
+_POINT_LEVEL = 1e-9
+
+
+def _other_cause(ends: tuple, confidence: float) -> str:
+    """Why an interval of bins not all pure is a point: its draws all clipped at 0 (a
+    debiased error's square below its noise correction), a level too low to hold any of
+    the draws' spread, or else its draws all equal.
+
+    Example:
+        >>> _other_cause((0.0, 0.0), 0.95).split(": ")[1].split(" (")[0]
+        'every draw gave 0'
+        >>> _other_cause((0.03, 0.03), 1e-300).split(": ")[1]
+        "its level, 1e-298%, holds none of the draws' spread"
+    """
+    if ends == (0.0, 0.0):
+        return (
+            "the interval has zero width: every draw gave 0 (each draw's debiased squared "
+            "gaps fell below their noise correction, and the error is clipped at 0), so the "
+            "draws say only that the error is near 0: measure more pairs, or more draws "
+            "(n_samples) if they were few"
+        )
+    if confidence < _POINT_LEVEL:
+        return (
+            f"the interval has zero width: its level, {100 * confidence:.10g}%, holds none "
+            "of the draws' spread: ask for a level such as 0.95"
+        )
+    return "the interval has zero width: its draws all gave one error"
 
 
 def _count(n: float) -> str:
