@@ -247,7 +247,8 @@ GROUPS = torch.arange(2000) // 4
 def _labelled(metric: CalibrationComparison, val) -> list[str]:
     """The interval line of each model's diagram and the figure's title, plotting ``val``."""
     fig, axes = metric.plot(val)
-    return [ax.get_title().splitlines()[-1] for ax in axes] + [fig.get_suptitle()]
+    lines = [next(t for t in ax.get_title().splitlines() if "interval" in t) for ax in axes]
+    return [*lines, fig.get_suptitle()]
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,8 @@ def test_a_comparisons_models_carry_their_intervals_kind() -> None:
     items = compare_calibration(sharp, probs, target, n_samples=50)
     assert interval_kind(items.a) == IntervalKind(0.95, "items", True, "percentile")
     _, ax = reliability_diagram(items.a)
-    assert "95% interval: debiased item bootstrap, percentile · " in ax.get_title()
+    # On a line of its own: beside the bins' count it is too long for the diagram's width.
+    assert "95% interval: debiased item bootstrap, percentile" in ax.get_title().splitlines()
 
 
 def test_calibration_comparison_plot_names_the_percentile_interval() -> None:
@@ -89,7 +90,7 @@ def test_calibration_comparison_plot_names_the_percentile_interval() -> None:
     metric.update(q.sqrt(), q, y)
     _, axes = metric.plot()
     for ax in axes:
-        assert "95% interval: debiased pair bootstrap, percentile · " in ax.get_title()
+        assert "95% interval: debiased pair bootstrap, percentile" in ax.get_title().splitlines()
 
 
 def test_classwise_average_bins_say_whose_they_are() -> None:
@@ -150,7 +151,7 @@ def test_compare_plot_names_the_percentile_interval(tmp_path, capsys, monkeypatc
     assert "(50 draws, percentile intervals)" in capsys.readouterr().out
     drawn = [t for t in titles if "interval" in t]
     assert len(drawn) == 2
-    assert all("95% interval: debiased pair bootstrap, percentile · " in t for t in drawn)
+    assert all("95% interval: debiased pair bootstrap, percentile" in t.splitlines() for t in drawn)
 
 
 def test_a_result_saved_before_its_form_was_kept_is_drawn_with_a_new_one() -> None:
@@ -196,3 +197,20 @@ def test_a_diagram_of_a_result_made_by_hand_still_refuses_another_level() -> Non
         _, ax = reliability_diagram(first, label="hand", **given)
         with pytest.raises(ValueError, match=r"name different intervals \(95% interval"):
             reliability_diagram(ninety, ax=ax, label="90%")
+
+
+def test_a_long_interval_heading_gets_a_line_of_its_own() -> None:
+    """ "95% interval: debiased group bootstrap, percentile · 479 bins · N=230,208" had run
+    into the next panel's title in a figure of four diagrams (docs/img/coref_recalibration)."""
+    from calib_metrics.plot import reliability_diagram
+
+    g = torch.Generator().manual_seed(0)
+    q = torch.rand(3000, generator=g, dtype=torch.float64)
+    result = calibration_error_ci(
+        q, torch.bernoulli(q, generator=g), groups=torch.arange(3000) // 10,
+        method="percentile", n_samples=100,
+    )  # fmt: skip
+    _, ax = reliability_diagram(result)
+    lines = ax.get_title().splitlines()
+    assert "95% interval: debiased group bootstrap, percentile" in lines
+    assert max(len(line) for line in lines) <= 62

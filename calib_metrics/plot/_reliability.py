@@ -48,6 +48,26 @@ from calib_metrics.plot._text import (
 from calib_metrics.plot._whole_marks import draw_markers_whole
 from calib_metrics.wording import count_text, counted
 
+# The longest title line that a diagram's width holds at its 8.5 pt (a diagram of 4.6
+# in, or a panel of a figure four diagrams wide): the interval's heading beside the bins'
+# count had run into the next panel's title ("..., percentile · 479 bins · N=230,208").
+_TITLE_CHARS = 62
+
+
+def _heading_lines(named: list[str], size: str) -> list[str]:
+    """The title's interval heading (if any) and the bins' count: one line where it fits,
+    else each on its own.
+
+    Example:
+        >>> _heading_lines(["95% interval: debiased pair bootstrap"], "10 bins · N=2,000")
+        ['95% interval: debiased pair bootstrap · 10 bins · N=2,000']
+        >>> _heading_lines(["95% interval: debiased group bootstrap, percentile"],
+        ...                "479 bins · N=230,208")
+        ['95% interval: debiased group bootstrap, percentile', '479 bins · N=230,208']
+    """
+    joined = " · ".join([*named, size])
+    return [joined] if len(joined) <= _TITLE_CHARS else [*named, size]
+
 
 def reliability_diagram(
     result: CalibrationResult,
@@ -204,8 +224,8 @@ def reliability_diagram(
             bound = kind if own else IntervalKind(kind.confidence, interval, debias, None)
             setattr(diagonal, NAMED_INTERVAL, bound)
         setattr(diagonal, NAMED_NORM, norm)
-        size = [counted(len(q), "bin"), f"N={count_text(sum(n), grouped=True)}"]
-        lines += [" · ".join(named + size)]
+        size = " · ".join([counted(len(q), "bin"), f"N={count_text(sum(n), grouped=True)}"])
+        lines += _heading_lines(named, size)
         ax.set_title("\n".join(lines + ([note] if note else [])), fontsize=8.5)
     else:
         _more_count_bars(counts, axis, q, n, color, _bin_spans(bins))
