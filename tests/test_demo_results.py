@@ -35,3 +35,13 @@ def test_a_note_below_the_table_says_brier_and_refinement_need_not_add_up(tmp_pa
     # The note calls the term left out the paper's CalibErr²: the same bins, plug-in.
     assert abs(result["calibration"] - result["error"] ** 2) < 1e-12
     assert note in capsys.readouterr().out  # the printed table has it too
+
+
+def test_the_estimator_table_says_what_its_paper_rows_binned(tmp_path, capsys):
+    """Its "paper" rows bin 5000 pairs whatever --bin-size, while the table above it
+    names the demo's bin size: at --quick --bin-size 200 a reader took the N = 1000
+    row's 0.0061 (one bin) for bins of 200."""
+    demo._write(_results(200) | {"figures": [], "seconds": 1.0}, [], tmp_path)
+    said = "paper: plug-in, adaptive bins of 5000 pairs (one bin at N = 1000), whatever --bin-size"
+    assert said in (tmp_path / "results.md").read_text()
+    assert said in capsys.readouterr().out

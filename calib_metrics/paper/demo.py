@@ -303,14 +303,18 @@ def _write(results: dict, table: list, out: Path) -> None:
         out / "results.md",
         f"N = {n} pairs per setting, bin size {bin_size}, {samples} interval draws.\n\n"
         + markdown
-        + f"\n\nEstimators against their true values as N grows:\n\n{by_estimator}\n",
+        + "\n\nEstimators against their true values as N grows "
+        + f"({estimators.SETTINGS_NOTE}):\n\n{by_estimator}\n",
     )
     print(
         f"Synthetic calibration study (thesis §4.3): N={n}, bin size {bin_size}, "
         f"{samples} interval draws\n"
     )
     print(markdown)
-    print(f"\nPaper, debiased and smooth estimators against the truth:\n\n{by_estimator}")
+    print(
+        "\nPaper, debiased and smooth estimators against the truth "
+        f"({estimators.SETTINGS_NOTE}):\n\n{by_estimator}"
+    )
     print(
         f"\nwrote {', '.join(results['figures'])}, results.json, results.md to {out} "
         f"in {results['seconds']:.1f} s"
