@@ -446,3 +446,17 @@ def test_the_exact_columns_do_not_depend_on_the_samples(tmp_path: Path):
         for column in ("exact", "exact_documents"):
             assert written(few[column]) == written(many[column]), (name, column)
         assert few["sampled"]["main"]["error"] != many["sampled"]["main"]["error"]
+
+
+def test_too_few_documents_are_said_of_the_set_they_are_in(tmp_path: Path):
+    """ "3 groups; at least 10 are needed for an interval" had been said once for both
+    sets, of neither by name (the bin-size warning of the same run names its set)."""
+    import warnings
+
+    _write_data(tmp_path / "data")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        coref.run(_quick_args(tmp_path / "data", tmp_path / "out"))
+    said = [str(w.message) for w in caught if "groups" in str(w.message)]
+    assert said and all(text.startswith(tuple(coref.TITLES.values())) for text in said), said
+    assert {text.split(":")[0] for text in said} == set(coref.TITLES.values())

@@ -377,10 +377,12 @@ def evaluate(
         "seconds_exact": m["seconds_exact"],
         "seconds_sampled": m["seconds_sampled"],
         "exact": {"main": _calibration(q, y, args.bin_size, args, draws)},
-        "exact_documents": _document_interval(q, y, documents.to(q.device), draws),
+        "exact_documents": report.named_warnings(
+            label, _document_interval, q, y, documents.to(q.device), draws
+        ),
         # Issue 15: sampled against exact marginals, paired over whole documents.
-        "sampled_minus_exact": paired.difference(
-            q_s, q, y, groups=documents.to(q.device), seed=args.seed + 2
+        "sampled_minus_exact": report.named_warnings(
+            label, paired.difference, q_s, q, y, groups=documents.to(q.device), seed=args.seed + 2
         ),
         "sampled": {"main": _calibration(q_s, y, args.bin_size, args, draws)},
         # The estimate takes only S + 1 values, so huge groups of pairs tie (most at 0).

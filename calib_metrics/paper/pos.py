@@ -17,8 +17,6 @@ import argparse
 import math
 import re
 import sys
-import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -370,16 +368,17 @@ def _summaries(queries: Queries, pairs, tag_names, args, seed: int) -> dict:
     # A tag of no test token (one seen only in training) has labels all 0: its interval is
     # a point, and the results never show it.
     present = (y.sum(1) > 0).tolist()
+    named = report.named_warnings
     out["per_tag"] = {
-        tag_names[k]: _named(f"tag {tag_names[k]}", calibration, q[k], y[k], args, seed + 1 + k)
-        for k in range(q.shape[0])
+        tag: named(f"tag {tag}", calibration, q[k], y[k], args, seed + 1 + k)
+        for k, tag in enumerate(tag_names)
         if present[k]
     }
     for k in args.top_pairs:
         k = min(k, pq.shape[0])
         names = _pair_names(pairs[:k], tag_names)
         per_pair = [
-            _named(f"tag pair {names[m]}", calibration, pq[m], py[m], args, seed + 100 + m)
+            named(f"tag pair {names[m]}", calibration, pq[m], py[m], args, seed + 100 + m)
             for m in range(k)
         ]
         out[f"top{k}_pairs"] = {
@@ -388,17 +387,6 @@ def _summaries(queries: Queries, pairs, tag_names, args, seed: int) -> dict:
             "per_pair": dict(zip(names, per_pair, strict=True)),
         }
     return out
-
-
-def _named(name: str, score: Callable[..., dict], *args: Any, **kwargs: Any) -> dict:
-    """``score(*args, **kwargs)``, its warnings (a zero-width interval, say) said again
-    with ``name`` in front: one query's warning had not said which tag it was of."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = score(*args, **kwargs)
-    for said in caught:
-        warnings.warn(f"{name}: {said.message}", said.category, stacklevel=2)
-    return result
 
 
 def _pair_names(pairs: torch.Tensor, tag_names: list[str]) -> list[str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,31 @@ __all__ = [
     "write_json",
     "write_text",
 ]
+
+
+def named_warnings(name: str, score: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``score(*args, **kwargs)``, its warnings said again with ``name`` in front: a
+    warning of one tag's or one data set's estimate (a zero-width interval, too few
+    documents to resample) had not said which it was of.
+
+    Example:
+        >>> import warnings
+        >>> def estimate():
+        ...     warnings.warn("3 groups; at least 10 are needed for an interval")
+        ...     return 0.04
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     named_warnings("LitBank", estimate)
+        0.04
+        >>> str(caught[0].message)
+        'LitBank: 3 groups; at least 10 are needed for an interval'
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = score(*args, **kwargs)
+    for said in caught:
+        warnings.warn(f"{name}: {said.message}", said.category, stacklevel=2)
+    return result
 
 
 def write_json(path: str | Path, results: Any) -> Path:
