@@ -184,16 +184,19 @@ def _interval(result: Any, units: str, digits: int = 4, sign: str = "") -> str:
     return f"[{fixed(result.lower, digits, sign)}, {fixed(result.upper, digits, sign)}]"
 
 
-def no_interval(lower: Any, upper: Any, units: str) -> str | None:
+def no_interval(lower: Any, upper: Any, units: str, resampled: bool = True) -> str | None:
     """What the page and the commands' text write in place of an interval whose ends are
-    NaN (too few ``units`` to resample: :func:`untested_phrase`), or None where it has ends.
+    NaN (too few ``units`` to resample: :func:`untested_phrase`; not ``resampled`` for
+    Algorithm 2, whose draws are normal values per bin), or None where it has ends.
 
     Example:
         >>> no_interval(float("nan"), float("nan"), "pairs"), no_interval(0.01, 0.02, "pairs")
         ('no interval (fewer than 10 resampled pairs)', None)
+        >>> no_interval(float("nan"), float("nan"), "pairs", resampled=False)
+        'no interval (fewer than 10 pairs)'
     """
     if math.isnan(float(lower)) or math.isnan(float(upper)):
-        return untested_phrase(units, "interval")
+        return untested_phrase(units, "interval", resampled)
     return None
 
 
@@ -1273,9 +1276,10 @@ def verdict_text(summary: Mapping[str, Any]) -> str | None:
     return f"no difference shown at {level_text(confidence)} ({phrase})"
 
 
-def untested_phrase(units: str, what: str = "interval or p-value") -> str:
-    """What a result with too few resampling units (``pairs`` or ``groups``) has in place
-    of ``what``: a comparison's interval and p-value, one model's interval.
+def untested_phrase(units: str, what: str = "interval or p-value", resampled: bool = True) -> str:
+    """What a result with too few resampling units (``pairs`` or ``groups``; too few
+    ``units`` of a draw that resamples none, not ``resampled``) has in place of ``what``:
+    a comparison's interval and p-value, one model's interval.
 
     Example:
         >>> untested_phrase("groups")
@@ -1283,7 +1287,7 @@ def untested_phrase(units: str, what: str = "interval or p-value") -> str:
         >>> untested_phrase("pairs", "interval")
         'no interval (fewer than 10 resampled pairs)'
     """
-    return f"no {what} (fewer than {MIN_UNITS} resampled {units})"
+    return f"no {what} (fewer than {MIN_UNITS} {'resampled ' * resampled}{units})"
 
 
 def p_phrase(text: str) -> str:

@@ -45,3 +45,12 @@ def test_the_estimator_table_says_what_its_paper_rows_binned(tmp_path, capsys):
     said = "paper: plug-in, adaptive bins of 5000 pairs (one bin at N = 1000), whatever --bin-size"
     assert said in (tmp_path / "results.md").read_text()
     assert said in capsys.readouterr().out
+
+
+def test_too_few_pairs_for_algorithm_2_are_not_called_resampled():
+    """--n 5 had printed the paper column's "no interval (fewer than 10 resampled
+    units)": Algorithm 2 resamples no units (it draws normal values per bin)."""
+    g = torch.Generator().manual_seed(0)
+    _, row, _ = demo._setting_row("k=0.1, Beta(2, 5)", 2.0, 5.0, 0.1, 5, 5, 20, g)
+    assert row[2].endswith(", no interval (fewer than 10 pairs)")
+    assert row[3].endswith(", no interval (fewer than 10 resampled pairs)")

@@ -157,8 +157,13 @@ def _setting_row(name: str, a: float, b: float, k: float, n: int, bin_size: int,
     row = [
         name,
         f"{truth:.4f}",
-        report.format_interval(res.error.item(), res.lower.item(), res.upper.item()),
-        report.format_interval(fair.error.item(), fair.lower.item(), fair.upper.item()),
+        # Algorithm 2 draws normal values per bin, resampling no pairs.
+        report.format_interval(
+            res.error.item(), res.lower.item(), res.upper.item(), units="pairs", resampled=False
+        ),
+        report.format_interval(
+            fair.error.item(), fair.lower.item(), fair.upper.item(), units="pairs"
+        ),
         brier.brier.item(),
         brier.refinement.item(),
     ]

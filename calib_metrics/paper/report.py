@@ -137,11 +137,17 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
 
 
 def format_interval(
-    error: float, lower: float, upper: float, digits: int = 4, units: str = "units"
+    error: float,
+    lower: float,
+    upper: float,
+    digits: int = 4,
+    units: str = "units",
+    resampled: bool = True,
 ) -> str:
     """``0.0123 [0.0101, 0.0145]``, the way every table prints an error with its interval;
-    where too few ``units`` were resampled for one (NaN ends), what the library's reports
-    write instead.
+    where too few ``units`` were resampled for one (NaN ends; too few of them for
+    Algorithm 2, which resamples none, where not ``resampled``), what the library's
+    reports write instead.
 
     Example:
         >>> format_interval(0.01234, 0.0101, 0.0145)
@@ -149,7 +155,7 @@ def format_interval(
         >>> format_interval(0.1423, float("nan"), float("nan"), units="documents")
         '0.1423, no interval (fewer than 10 resampled documents)'
     """
-    missing = no_interval(lower, upper, units)
+    missing = no_interval(lower, upper, units, resampled)
     if missing:
         return f"{error:.{digits}f}, {missing}"
     return f"{error:.{digits}f} [{lower:.{digits}f}, {upper:.{digits}f}]"
