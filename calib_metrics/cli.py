@@ -270,12 +270,13 @@ def output_path(text: str, kind: str = "file") -> Path:
         >>> output_path("-")
         Traceback (most recent call last):
         ...
-        argparse.ArgumentTypeError: '-' is not stdout here: give a file name, or --json for stdout
+        argparse.ArgumentTypeError: '-' is not stdout here: give a file name, or /dev/stdout
     """
     if not text:
         raise argparse.ArgumentTypeError(f"{text!r} is an empty path: give a {kind} name")
     if text == "-":  # no option writes to a stream by '-': it had made a file named '-'
-        hint = ", or --json for stdout" if kind == "file" else ""
+        # A file may be the standard output's (a figure's --plot cannot go to --json).
+        hint = ", or /dev/stdout" if kind == "file" else ""
         raise argparse.ArgumentTypeError(f"'-' is not stdout here: give a {kind} name{hint}")
     last = text.replace(os.sep, "/").rsplit("/", 1)[-1]
     if kind == "file" and last in ("", ".", ".."):
@@ -1277,8 +1278,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # to stdout: warning lines had ended up inside `--json` output; a read-only one
         # (2</dev/null) failed the first notice and so the command (exit code 2).
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (the process's stderr from here)
-    parser = build_parser(paper=_wants_paper(argv))
-    args = _parse(parser, argv)
+    try:  # building the parser imports torch: a second or so that Ctrl-C may cut short
+        args = _parse(build_parser(paper=_wants_paper(argv)), argv)
+    except KeyboardInterrupt:
+        return _interrupted()
     # As typed (shell-quoted), for the report page: main's own arguments, not sys.argv,
     # which holds a script's arguments when main is called from Python.
     args.command_line = shlex.join(["calib-metrics", *argv])
@@ -1458,9 +1461,14 @@ def _run_command(args: argparse.Namespace) -> int:
         # other bad input or unwritable output to one line, never a traceback.
         return _print_error(err)
     except KeyboardInterrupt:
-        print("calib-metrics: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted()
     return 0
+
+
+def _interrupted() -> int:
+    """Ctrl-C's one line, and the shell's exit code for it (128 + SIGINT)."""
+    print("calib-metrics: interrupted", file=sys.stderr)
+    return 130
 
 
 def _print_error(err: BaseException) -> int:
