@@ -370,27 +370,26 @@ def test_ignore_index_0_stays_a_class_of_a_multiclass_file(tmp_path, capsys) -> 
 # -- recalibrate --out ------------------------------------------------------------------------
 
 
+OTHER_FORMAT = "is written as CSV text: give it a .csv name"
+OTHER_NAMES = ["out.npz", "out.json", "out.pt", "out.jsonl", "out.NPY", "out.tsv"]
+COMPRESSED = "is written as plain CSV text, not compressed"
+
+
 @pytest.mark.parametrize(
-    "name", ["out.npz", "out.json", "out.pt", "out.jsonl", "out.NPY", "out.tsv"]
+    ("name", "said"),
+    [
+        *((name, OTHER_FORMAT) for name in OTHER_NAMES),
+        # Plain CSV text had been written under a .csv.gz name, which nothing reads back.
+        *((name, COMPRESSED) for name in ["out.csv.gz", "out.csv.bz2", "out.xz", "out.ZIP"]),
+    ],
 )
-def test_recalibrate_out_must_be_a_csv_name(tmp_path, capsys, name) -> None:
+def test_recalibrate_out_must_be_a_csv_name(tmp_path, capsys, name, said) -> None:
     """It had written CSV text under any name (an .npz that no reader then took)."""
     dev = _csv(tmp_path / "dev.csv", PLAIN)
     test = _csv(tmp_path / "test.csv", PLAIN)
     out = tmp_path / name
     line = one_line_error(capsys, "recalibrate", dev, test, "--out", out, "--samples", "20")
-    assert f"--out {out}: is written as CSV text: give it a .csv name" in line
-    assert not out.exists()
-
-
-@pytest.mark.parametrize("name", ["out.csv.gz", "out.csv.bz2", "out.xz", "out.ZIP"])
-def test_recalibrate_out_refuses_a_compressed_name(tmp_path, capsys, name) -> None:
-    """It had written plain CSV text under a .csv.gz name, which nothing reads back."""
-    dev = _csv(tmp_path / "dev.csv", PLAIN)
-    test = _csv(tmp_path / "test.csv", PLAIN)
-    out = tmp_path / name
-    line = one_line_error(capsys, "recalibrate", dev, test, "--out", out, "--samples", "20")
-    assert f"--out {out}: is written as plain CSV text, not compressed" in line
+    assert f"--out {out}: {said}" in line
     assert not out.exists()
 
 
