@@ -229,12 +229,12 @@ for _kind, _x in (
     _y = "classes" if _x == "logits" else "target"
     MORE_ENTRIES[f"{_kind.__name__}.fit"] = (
         lambda d, kind=_kind, x=_x, y=_y: kind().fit(d[x], d[y]),
-        {_x: "logits" if _kind is PlattScaling else _x, _y: "target"},
+        {_x: _x, _y: "target"},  # PlattScaling's errors had said "logits" of its scores
     )
     _fitted = _kind().fit(DENSE[_x], DENSE[_y])
     MORE_ENTRIES[f"{_kind.__name__}.__call__"] = (
         lambda d, fitted=_fitted, x=_x: fitted(d[x]),
-        {_x: "logits" if _kind is PlattScaling else _x},
+        {_x: _x},
     )
 
 
