@@ -1066,17 +1066,10 @@ def _warnings_as_lines() -> Iterator[list[str]]:
             "ignore", r".*rows of class probabilities do not sum to 1 \(within", UserWarning
         )
         # Algorithm 2's debiased draws: evaluate notes an estimate outside its interval
-        # in its own words (report.interval_note).
-        warnings.filterwarnings("ignore", re.escape(DEBIASED_PAPER_DRAWS), UserWarning)
+        # in its own words (report.interval_note); a reproduction names the tag first.
+        warnings.filterwarnings("ignore", ".*" + re.escape(DEBIASED_PAPER_DRAWS), UserWarning)
         warnings.showwarning = collect
         yield lines
-
-
-#: The library functions whose warnings start with their name, for callers of the API.
-_FUNCTION_PREFIX = re.compile(
-    r"^(calibration_error_ci|compare_calibration_by_label|compare_calibration"
-    r"|compare_before_after): "
-)
 
 
 def _without_function(text: str) -> str:
@@ -1089,7 +1082,9 @@ def _without_function(text: str) -> str:
         >>> _without_function("only 3 bins")
         'only 3 bins'
     """
-    return _FUNCTION_PREFIX.sub("", text, count=1)
+    from calib_metrics.wording import split_function_name
+
+    return split_function_name(text)[1]
 
 
 #: The library's NaN results as the command shows them: it writes "no interval (…)" and

@@ -316,3 +316,28 @@ def one_line_names(names: Sequence[str], room: int | None = None) -> list[str]:
     """
     room = sys.maxsize if room is None else room
     return [visible_controls(t, one_line=True) for t in short_names(names, room, one_line=True)]
+
+
+#: The library functions whose warnings start with their name, for callers of the API.
+_FUNCTION_PREFIX = re.compile(
+    r"^(calibration_error_ci|compare_calibration_by_label|compare_calibration"
+    r"|compare_before_after): "
+)
+
+
+def split_function_name(text: str) -> tuple[str, str]:
+    """A library warning split into the name of the function that gave it (with its
+    ``": "``; empty where it names none) and the rest. The command line drops the name,
+    which its user never called; a reproduction that names a tag puts the tag after it,
+    so that the command can still drop it (``calibration_error_ci:`` had stayed, after
+    ``tag NN:``).
+
+    Example:
+        >>> split_function_name("calibration_error_ci: 4 pairs; at least 10 are needed")
+        ('calibration_error_ci: ', '4 pairs; at least 10 are needed')
+        >>> split_function_name("only 3 bins")
+        ('', 'only 3 bins')
+    """
+    found = _FUNCTION_PREFIX.match(text)
+    cut = found.end() if found else 0
+    return text[:cut], text[cut:]

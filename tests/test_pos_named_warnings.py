@@ -34,3 +34,35 @@ def test_a_tag_s_zero_width_warning_names_the_tag() -> None:
     assert any(text.startswith("tag NN: ") and "zero width" in text for text in said), said
     assert any(text.startswith("tag pair NN VB: ") for text in said), said
     assert not any(text.startswith("tag VB") for text in said), said
+
+
+def test_the_command_drops_the_function_name_of_a_named_warning() -> None:
+    """``reproduce`` shows a tag's warning as ``tag NN: 5 pairs; ...``: with the tag put
+    before the library function's name, the command could no longer drop that name and
+    showed ``tag NN: calibration_error_ci: 5 pairs; ...``."""
+    from calib_metrics import cli
+    from calib_metrics.functional import calibration_error_ci
+    from calib_metrics.paper.report import named_warnings
+
+    q, y = torch.tensor([0.1, 0.4, 0.6, 0.8, 0.9]), torch.tensor([0, 0, 1, 1, 1])
+    with cli._warnings_as_lines() as lines:
+        named_warnings("tag NN", calibration_error_ci, q, y, n_samples=20)
+    assert lines, "five pairs gave no warning"
+    assert all(line.startswith("calib-metrics: warning: tag NN: ") for line in lines), lines
+    assert not any("calibration_error_ci" in line for line in lines), lines
+
+
+def test_the_command_still_hides_algorithm_2_s_debiased_draws_note_of_a_tag() -> None:
+    """The command notes Algorithm 2's debiased draws in its own words; its filter had
+    matched the library's text only at the start, so a tag's named copy came through."""
+    from calib_metrics import cli
+    from calib_metrics.functional.paper_warnings import DEBIASED_PAPER_DRAWS
+    from calib_metrics.paper.report import named_warnings
+
+    def estimate() -> float:
+        warnings.warn(DEBIASED_PAPER_DRAWS)
+        return 0.1
+
+    with cli._warnings_as_lines() as lines:
+        named_warnings("tag NN", estimate)
+    assert lines == [], lines

@@ -14,6 +14,7 @@ import torch
 
 from calib_metrics.predictions import check_writable_folder, to_jsonable
 from calib_metrics.report import no_interval
+from calib_metrics.wording import split_function_name
 
 __all__ = [
     "format_interval",
@@ -26,9 +27,10 @@ __all__ = [
 
 
 def named_warnings(name: str, score: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``score(*args, **kwargs)``, its warnings said again with ``name`` in front: a
-    warning of one tag's or one data set's estimate (a zero-width interval, too few
-    documents to resample) had not said which it was of.
+    """``score(*args, **kwargs)``, its warnings said again with ``name`` in front (after
+    the library function's own name, which the command line drops): a warning of one
+    tag's or one data set's estimate (a zero-width interval, too few documents to
+    resample) had not said which it was of.
 
     Example:
         >>> import warnings
@@ -41,12 +43,20 @@ def named_warnings(name: str, score: Callable[..., Any], *args: Any, **kwargs: A
         0.04
         >>> str(caught[0].message)
         'LitBank: 3 groups; at least 10 are needed for an interval'
+        >>> def interval():
+        ...     warnings.warn("calibration_error_ci: 5 pairs; at least 10 are needed")
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     named_warnings("tag NN", interval)
+        >>> str(caught[0].message)
+        'calibration_error_ci: tag NN: 5 pairs; at least 10 are needed'
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = score(*args, **kwargs)
     for said in caught:
-        warnings.warn(f"{name}: {said.message}", said.category, stacklevel=2)
+        function, rest = split_function_name(str(said.message))
+        warnings.warn(f"{function}{name}: {rest}", said.category, stacklevel=2)
     return result
 
 
