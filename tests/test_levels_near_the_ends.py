@@ -40,6 +40,14 @@ def test_the_normal_quantile_keeps_every_digit_of_a_level_near_1() -> None:
     assert normal_quantile(0.95) == pytest.approx(1.959964, abs=1e-6)
 
 
+def test_the_normal_quantile_of_a_level_near_0_is_plus_zero() -> None:
+    """z of a level below about 1e-17 is 0: it had been -0.0, which the events header
+    printed as ``±-0.00``."""
+    z = normal_quantile(1e-18)
+    assert z == 0.0 and math.copysign(1.0, z) == 1.0
+    assert f"{z:.2f}" == "0.00"
+
+
 def test_an_interval_at_a_level_near_1_is_finite_and_not_called_a_point() -> None:
     q, y = _pairs()
     results = []
@@ -77,4 +85,24 @@ def test_draws_all_clipped_at_0_are_named_as_the_cause() -> None:
     g = torch.Generator().manual_seed(0)
     said = _zero_width(lambda: calibration_error_ci(q, y, n_samples=2, generator=g))
     assert len(said) == 1, "two draws, both clipped at 0"
-    assert "every draw gave 0" in said[0] and "bins hold labels all 0 or all 1" not in said[0]
+    assert "the draws at both its ends gave 0" in said[0]
+    assert "bins hold labels all 0 or all 1" not in said[0]
+
+
+def test_a_percentile_interval_s_zero_ends_are_not_called_every_draw() -> None:
+    """At the level 0.05 a percentile interval's ends are its draws' 47.5th and 52.5th
+    percentiles: both 0 while some draws are above 0 (their spread, std, is not 0). The
+    warning had said "every draw gave 0"."""
+    q, y = _pairs(20000, seed=13)
+    g = torch.Generator().manual_seed(0)
+    result = None
+
+    def interval() -> None:
+        nonlocal result
+        result = calibration_error_ci(q, y, n_samples=200, generator=g, confidence=0.05)
+
+    said = _zero_width(interval)
+    assert (float(result.lower), float(result.upper)) == (0.0, 0.0)
+    assert float(result.std) > 0, "some draws are above 0"
+    assert len(said) == 1 and "every draw" not in said[0], said
+    assert "the draws at both its ends gave 0" in said[0], said

@@ -437,7 +437,9 @@ def normal_quantile(confidence: float) -> float:
     # From the lower tail, (1 - c) / 2, which keeps every digit of a level near 1: the
     # upper, (1 + c) / 2, rounds to 1.0 at c = 1 - 2**-53, and z had been inf.
     tail = torch.tensor((1 - confidence) / 2, dtype=torch.float64, device="cpu")
-    return -float(torch.special.ndtri(tail))
+    # 0.0 minus, not negation: a level below about 1e-17 has z = 0, which had been -0.0
+    # and printed as "±-0.00".
+    return 0.0 - float(torch.special.ndtri(tail))
 
 
 # --- The one reduction: weighted bin gaps to an error -------------------------------

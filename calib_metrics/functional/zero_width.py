@@ -1,4 +1,4 @@
-"""The warning of an interval of zero width, whose draws all gave one error.
+"""The warning of an interval of zero width, whose draws at both ends gave one error.
 
 Every draw generator holds a bin's frequency where its labels put it when they agree:
 the pairs' and groups' bootstraps redraw a bin's ones and zeros, and a bin of zeros
@@ -198,29 +198,31 @@ _POINT_LEVEL = 1e-9
 
 
 def _other_cause(ends: tuple, confidence: float) -> str:
-    """Why an interval of bins not all pure is a point: its draws all clipped at 0 (a
-    debiased error's square below its noise correction), a level too low to hold any of
-    the draws' spread, or else its draws all equal.
+    """Why an interval of bins not all pure is a point: the draws at both its ends
+    clipped at 0 (a debiased error's square below its noise correction), a level too low
+    to hold any of the draws' spread, or else the draws at its ends equal. It says what
+    the ends show, not every draw: a percentile interval's ends are two of its draws (at
+    the level 0.05, a sixth of the draws above 0 had been called "every draw gave 0").
 
     Example:
         >>> _other_cause((0.0, 0.0), 0.95).split(": ")[1].split(" (")[0]
-        'every draw gave 0'
+        'the draws at both its ends gave 0'
         >>> _other_cause((0.03, 0.03), 1e-300).split(": ")[1]
         "its level, 1e-298%, holds none of the draws' spread"
     """
     if ends == (0.0, 0.0):
         return (
-            "the interval has zero width: every draw gave 0 (each draw's debiased squared "
-            "gaps fell below their noise correction, and the error is clipped at 0), so the "
-            "draws say only that the error is near 0: measure more pairs, or more draws "
-            "(n_samples) if they were few"
+            "the interval has zero width: the draws at both its ends gave 0 (their debiased "
+            "squared gaps fell below their noise correction, and the error is clipped at 0), "
+            "so the draws say only that the error is near 0: measure more pairs, or more "
+            "draws (n_samples) if they were few"
         )
     if confidence < _POINT_LEVEL:
         return (
             f"the interval has zero width: its level, {100 * confidence:.10g}%, holds none "
             "of the draws' spread: ask for a level such as 0.95"
         )
-    return "the interval has zero width: its draws all gave one error"
+    return "the interval has zero width: the draws at both its ends gave one error"
 
 
 def _count(n: float) -> str:
