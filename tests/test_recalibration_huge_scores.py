@@ -61,3 +61,20 @@ def test_masks_below_minus_1e200_are_still_masks() -> None:
     keep = y != 3
     fitted = TemperatureScaling().fit(masked[keep], y[keep])
     assert fitted(masked[keep])[:, 3].max().item() == 0.0
+
+
+def test_the_advice_claims_scale_freedom_only_where_it_holds() -> None:
+    """The refusal had said "temperature and Platt scaling are scale-free" to a matrix
+    scaling's caller too, whose off-diagonal penalty is not; it now names the fits that
+    give the same probabilities on scores divided by a constant, and vector scaling's
+    do (checked here), as temperature's and Platt's do (above)."""
+    logits, y = _multiclass()
+    with pytest.raises(ValueError) as refused:
+        MatrixScaling().fit(logits * 1e250, y)
+    said = str(refused.value)
+    assert "scale-free" not in said and "matrix" not in said.lower(), said
+    assert "vector scaling fit the same probabilities" in said, said
+    scale = 1e3
+    plain = VectorScaling().fit(logits, y)(logits)
+    divided = VectorScaling().fit(logits / scale, y)(logits / scale)
+    assert torch.allclose(plain, divided, atol=1e-5)

@@ -619,8 +619,8 @@ def _refuse_clamped(logits: Tensor, binary: bool) -> None:
         noun, bound = ("scores", "±1e200") if binary else ("logits", "+1e200")
         raise ValueError(
             f"{count:,} of {logits.numel():,} {noun} lie beyond {bound}, where the fit clamps "
-            "them: divide them by a constant, at fit and at call alike (temperature and "
-            "Platt scaling are scale-free)"
+            "them: divide them by a constant, at fit and at call alike (the weights absorb "
+            "it: temperature, Platt and vector scaling fit the same probabilities)"
         )
 
 
