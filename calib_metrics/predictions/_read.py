@@ -320,7 +320,9 @@ def _refuse_a_dropped_class(ignore_index: int, y: Tensor, path: Path) -> None:
     """Refuse ``--ignore-index -1`` of a binary file where -1 is the negative class of
     -1/+1 labels: a tenth of the rows or more, beside labels all 1. The reader's own hint
     ("padding? pass --ignore-index -1") had dropped every negative of such a file, scoring
-    the positives alone (CalibErr 0.41 for a calibrated model) without a word.
+    the positives alone (CalibErr 0.41 for a calibrated model) without a word. Fewer -1s
+    beside labels all 1 may be either (an imbalanced -1/+1 file, or padding of a model
+    scored on positives only): warned about, as neither can be told from the file.
 
     Example:
         >>> y = torch.tensor([-1.0, 1.0, -1.0, 1.0])
@@ -333,12 +335,22 @@ def _refuse_a_dropped_class(ignore_index: int, y: Tensor, path: Path) -> None:
         return
     dropped = y == -1
     count = int(dropped.sum())
-    if count < _CLASS_SHARE * y.numel() or count == y.numel() or bool((y[~dropped] != 1).any()):
+    if count == 0 or count == y.numel() or bool((y[~dropped] != 1).any()):
         return
-    raise ValueError(
-        f"{path}: --ignore-index -1 drops {count:,} of {y.numel():,} rows and leaves labels "
-        "all 1: -1 is a class here, not padding (labels -1/+1?): write it as 0, as a label "
-        "is 0 or 1"
+    dropping = (
+        f"{path}: --ignore-index -1 drops {count:,} of {y.numel():,} rows and leaves labels all 1"
+    )
+    padding = "if -1 is padding, give it a label of its own, such as -100 (--ignore-index -100)"
+    if count >= _CLASS_SHARE * y.numel():
+        raise ValueError(
+            f"{dropping}: -1 is a class here, not padding (labels -1/+1?): write it as 0, "
+            f"as a label is 0 or 1; {padding}"
+        )
+    warnings.warn(
+        f"{dropping}: if -1 is the negative class of labels -1/+1, write it as 0 (only "
+        "the positives were scored); if it is padding, label it -100 (--ignore-index "
+        "-100) to say so",
+        stacklevel=2,
     )
 
 
