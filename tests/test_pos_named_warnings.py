@@ -60,7 +60,7 @@ def test_the_command_still_hides_algorithm_2_s_debiased_draws_note_of_a_tag() ->
     from calib_metrics.paper.report import named_warnings
 
     def estimate() -> float:
-        warnings.warn(DEBIASED_PAPER_DRAWS)
+        warnings.warn(DEBIASED_PAPER_DRAWS, stacklevel=2)
         return 0.1
 
     with cli._warnings_as_lines() as lines:
