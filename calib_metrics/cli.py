@@ -656,7 +656,7 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
         "confidence": args.confidence,
         "method": args.method,
         "debias": args.debias,
-        "interval": args.interval,
+        "interval": drawn_interval(args.interval, result),
         "samples": args.samples,
         "groups": None if groups is None else int(groups.unique().numel()),
         # The column resampled, as found: --interval groups finds it by name.
@@ -692,6 +692,21 @@ def per_bin_rows(class_bins: list) -> list[dict]:
     return rows
 
 
+def drawn_interval(interval: str, result) -> str:
+    """The interval ``evaluate`` drew: ``--interval``'s, or ``"items"`` where the pair
+    bootstrap drew the one-vs-rest pairs of a multiclass file item by item (an item's C
+    labels are dependent: :func:`~calib_metrics.functional.multiclass.resamples_items`).
+
+    Example:
+        >>> drawn_interval("pairs", None)
+        'pairs'
+    """
+    from calib_metrics.functional.intervals import interval_kind
+
+    kind = interval_kind(result)
+    return "items" if kind is not None and kind.interval == "items" else interval
+
+
 def mode_note(mode: str) -> str:
     """How a command's text names ``--mode``: nothing for the default one-vs-rest pairs.
 
@@ -715,12 +730,13 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         f"{'s' * (summary['n'] != 1)}{items_note(summary)}{in_groups}, "
         f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
     )
-    missing = no_interval(result.lower, result.upper, resampled_units(args.interval))
+    drawn = summary["interval"]
+    missing = no_interval(result.lower, result.upper, resampled_units(drawn))
     interval = (
         f", {missing}"
         if missing
         else f"  {pct} interval [{result.lower.item():.4f}, {result.upper.item():.4f}] "
-        f"({args.interval} {args.method}, {args.samples} draws)"
+        f"({drawn} {args.method}, {args.samples} draws)"
     )
     print(
         f"CalibErr ({args.norm}{', debiased' if args.debias else ''}"
@@ -745,7 +761,7 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
 
         rows_note = f"; {summary['per_label_note']}" if "per_label_note" in summary else ""
         print(f"per label ({len(summary['per_label'])}{rows_note}):")
-        print("\n".join(label_lines(summary["per_label"], resampled_units(args.interval))))
+        print("\n".join(label_lines(summary["per_label"], resampled_units(drawn))))
     if args.plot:
         print(f"reliability diagram: {visible_controls(str(args.plot))}")
     if args.html:
@@ -832,7 +848,7 @@ def _plot(args: argparse.Namespace, result, panels, smooth) -> None:
 
         panels, _ = reliability_diagram(
             result, title=Path(args.file).name, confidence=args.confidence,
-            interval=args.interval, debias=args.debias, norm=args.norm,
+            interval=drawn_interval(args.interval, result), debias=args.debias, norm=args.norm,
             smooth=smooth,
         )  # fmt: skip
     save_figure(panels, args.plot, "--plot", dpi=120)
@@ -1089,13 +1105,19 @@ def _without_function(text: str) -> str:
 
 #: The library's NaN results as the command shows them: it writes "no interval (…)" and
 #: JSON null, never NaN (the page's warnings had read "so its ends are NaN" beside it). A
-#: caller of the functions keeps the library's words: NaN is the value it holds.
+#: caller of the functions keeps the library's words: NaN is the value it holds. And a
+#: piece of Python advice as the command's option.
 _NAN_IN_COMMAND_TERMS = (
     ("so its ends are NaN (the error stands)", "so there is none (the error stands)"),
     ("so its ends are NaN (the curve stands)", "so there is none (the curve stands)"),
     (
         "so both are NaN, as are each model's interval ends (the difference stands)",
         "so there is neither, nor an interval of either model (the difference stands)",
+    ),
+    # multiclass.apart_message: the file's rows are the items.
+    (
+        "groups=torch.arange(N), one id per item, draws whole items",
+        "--groups naming a column of row ids draws whole items",
     ),
 )
 

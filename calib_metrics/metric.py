@@ -23,6 +23,7 @@ from calib_metrics.functional.calibration import (
     bins_interval,
     calibration_error_ci,
     compute_bins,
+    item_pairs_interval,
 )
 from calib_metrics.functional.clusters import grouped_bins
 from calib_metrics.functional.errors import (
@@ -37,8 +38,15 @@ from calib_metrics.functional.intervals import (
     bin_errors,
     check_confidence,
     drawn_norm,
+    pairs_counted_per,
 )
-from calib_metrics.functional.multiclass import average_results, most_frequent, pair_sets
+from calib_metrics.functional.multiclass import (
+    APART_COVERAGE,
+    apart_message,
+    average_results,
+    most_frequent,
+    pair_sets,
+)
 from calib_metrics.functional.sketch_gap import streaming_gap_bound
 from calib_metrics.functional.smooth import (
     SmoothCurve,
@@ -88,6 +96,13 @@ from calib_metrics.metric_state import (
 _SKETCH_STATES = tuple(f"cell_{part}" for part in sketch.Sketch._fields)
 
 _AVERAGES = ("micro", "macro", "weighted", "none", None)
+# Why two classes' interval is too narrow streamed past the buffer (Metric._by_item).
+_MIRRORS_STREAMED = (
+    "2 classes streamed one-vs-rest past the buffer: the interval draws each item's pair "
+    f"(q, y) and its mirror (1 - q, 1 - y) apart, and is too narrow ({APART_COVERAGE[2]}); "
+    "streaming=False draws them together, and class 1's own error is probs[:, 1]'s "
+    "with binary labels"
+)
 
 
 def _item_scores_problem(sums: Any) -> str:
@@ -1644,7 +1659,9 @@ class CalibrationError(_StatesKeepTheirDtype):
             seed = self._seed_of_draws()
             pairs = self._class_pairs(per_class) if self._exact_pairs() else None
             interval = self._interval(None if pairs is None else pairs[0][2])
-            if interval == "groups":
+            if interval == "pairs" and self._by_item(pairs, per_class):
+                interval = "items"
+            if interval in ("groups", "items"):
                 inputs = pairs
             else:
                 inputs = self._bins(per_class) if pairs is None else self._bins_of(pairs)
@@ -1782,17 +1799,41 @@ class CalibrationError(_StatesKeepTheirDtype):
         does (:func:`~calib_metrics.functional.errors.said_once_for_all`)."""
         with warnings_said_by(self, "calibration_error_ci"):
             drawn = (self._drawn_result(item, interval, generator) for item in inputs)
-            return said_once_for_all(drawn) if len(inputs) > 1 else list(drawn)
+            if len(inputs) == 1:
+                return list(drawn)
+            with pairs_counted_per("class"):  # a class's pairs: one of each item
+                return said_once_for_all(drawn)
+
+    def _by_item(self, pairs: list | None, per_class: bool) -> bool:
+        """Whether the kept ``pairs`` are two classes' pooled one-vs-rest pairs, an item's
+        pair and its mirror, which the pair bootstrap draws together
+        (:func:`~calib_metrics.functional.multiclass.resamples_items`). Where it draws
+        them apart (streamed past the buffer, whose histogram keeps no items; three
+        classes), a warning says the interval is too narrow."""
+        if self.num_classes is None or self.mode != "one_vs_rest" or per_class:
+            return False
+        if self.num_classes == 2 and pairs is not None:
+            return True
+        message = apart_message(self.num_classes) if self.num_classes > 2 else _MIRRORS_STREAMED
+        warn_at_user_line(message and f"{type(self).__name__}: {message}", self)
+        return False
 
     def _drawn_result(
         self, item: Any, interval: str, generator: torch.Generator | None
     ) -> CalibrationResult:
-        """One input's result: its bins' interval, or its pairs' over their groups."""
+        """One input's result: its bins' interval, or its pairs' over their groups (or,
+        one-vs-rest pairs of [N, C] input, over their items)."""
         options = {"confidence": self.confidence, "method": self.method, "norm": self.norm}
         options["debias"] = self._debias
         if isinstance(item, Bins):
             return bins_interval(item, interval, self.n_samples, generator, **options)
         probs, target, groups = item
+        if interval == "items":  # [N, C] pairs, an item a row: in item order when flattened
+            binned = {"binning": self.binning, "bin_size": self.bin_size, "n_bins": self.n_bins}
+            flat, n_classes = (probs.reshape(-1), target.reshape(-1)), probs.shape[-1]
+            return item_pairs_interval(
+                *flat, n_classes, n_samples=self.n_samples, generator=generator, **binned, **options
+            )
         return calibration_error_ci(
             probs,
             target,
@@ -1924,6 +1965,8 @@ class CalibrationError(_StatesKeepTheirDtype):
             draw_with="it with calib_metrics.plot.reliability_diagram",
         )  # fmt: skip
         drawn = ("pairs", "groups") if self.interval is None else (self.interval,)
+        if "pairs" in drawn and self.num_classes is not None and self.mode == "one_vs_rest":
+            drawn += ("items",)  # multiclass pairs drawn by item (_by_item)
         if kind.interval not in drawn:
             raise ValueError(
                 f"val's interval resampled {kind.interval!r}, which this metric "

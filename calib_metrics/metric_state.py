@@ -519,13 +519,14 @@ class _StatesKeepTheirDtype(Metric):
     _one_hot_checked = False
     #: Whose reading of one-hot rows as independent pairs the warning names
     #: (:func:`~calib_metrics.functional.multiclass.one_hot_pairs_message`'s ``read_by``).
-    _one_hot_read_by = "spiegelhalter"
+    _one_hot_read_by = "metric"
 
     def _warn_one_hot(self, probs: Tensor, target: Tensor) -> None:
         """Warn, once per metric object until reset, when the first batch of binary pairs
         that can tell holds a one-hot target beside rows of probabilities that sum to 1
         (:func:`~calib_metrics.functional.multiclass.one_hot_pairs_message`): read as
-        independent pairs, which ``compute_spiegelhalter`` takes as independent. A batch
+        independent pairs, which ``compute_spiegelhalter`` and the interval take as
+        independent. A batch
         of fewer than 2 rows ``[..., C]`` cannot tell (one row of two multi-label pairs,
         [0.3, 0.705] with [0, 1], looks one-hot) and leaves the check armed. The batch as
         given (before flattening), validated; a host synchronisation where its target is

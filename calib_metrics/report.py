@@ -26,7 +26,7 @@ from calib_metrics.functional.binning import Bins
 from calib_metrics.functional.calibration import BrierDecomposition, CalibrationResult
 from calib_metrics.functional.comparison import ComparisonResult
 from calib_metrics.functional.comparison_by_label import monte_carlo_p_values
-from calib_metrics.functional.intervals import MIN_UNITS
+from calib_metrics.functional.intervals import MIN_UNITS, interval_kind
 from calib_metrics.wording import (
     count_text,
     counted,
@@ -49,6 +49,8 @@ INTERVAL_KINDS = {
     "paper": "normal draws per bin",
     "pairs": "bootstrap over pairs",
     "groups": "bootstrap over groups",
+    # A multiclass file's one-vs-rest pairs, an item's C drawn together.
+    "items": "bootstrap over items",
 }
 EVALUATE_KEYS = (
     "file", "n", "binning", "bin_size", "norm", "debias", "interval", "confidence", "method",
@@ -385,13 +387,14 @@ def _has_interval(result: Any) -> bool:
 
 
 def resampled_units(interval: str | None) -> str:
-    """What an interval of the library's ``interval=`` setting resamples: groups, or pairs.
+    """What an interval of the library's ``interval=`` setting resamples: groups, or pairs
+    (``"items"``: a multiclass file's items, whose one-vs-rest pairs are drawn together).
 
     Example:
-        >>> resampled_units("groups"), resampled_units("pairs")
-        ('groups', 'pairs')
+        >>> resampled_units("groups"), resampled_units("pairs"), resampled_units("items")
+        ('groups', 'pairs', 'items')
     """
-    return "groups" if interval == "groups" else "pairs"
+    return interval if interval in ("groups", "items") else "pairs"
 
 
 def _units(summary: Mapping[str, Any]) -> str:
@@ -819,7 +822,13 @@ def evaluate_page(
         groups = {k: row["groups"] for k, row in summary.get("per_label", {}).items()
                   if "groups" in row}  # fmt: skip
         note = summary.get("per_label_note")
-        sections.append(_evaluate_labels(per_label, estimator, _units(summary), groups, note))
+        # A class's or label's pairs may be drawn otherwise than the pooled ones (pairs, where
+        # the pooled one-vs-rest pairs of a multiclass file are drawn by item).
+        drawn = {kind.interval for r in per_label.values() if (kind := interval_kind(r))}
+        label_interval = drawn.pop() if len(drawn) == 1 else estimator.interval
+        labels_estimator = estimator._replace(interval=label_interval)
+        units = resampled_units(label_interval)
+        sections.append(_evaluate_labels(per_label, labels_estimator, units, groups, note))
     table = _model_bins(summary, result, "bins-table")
     sections.append('<section id="bins"><h2>Bins</h2>' + table + "</section>")
     sections.append(_settings_section(settings or {}, command))

@@ -503,3 +503,25 @@ def test_a_list_in_the_label_column_is_read_as_a_label_not_probabilities(
     line = one_line_error(capsys, "evaluate", path)
     assert "line 3, column 'label' holds a list of" in line and said in line
     assert "class probabilities are written" not in line
+
+
+# -- probabilities [N, 1] beside labels [N]: the binary reading is said ---------------------
+
+
+def test_one_probability_column_beside_class_ids_says_it_is_read_binary(tmp_path, capsys):
+    # The functions refuse probs [N, 1] beside class ids [N]; the command reads binary
+    # pairs, and had said nothing: class ids all 0 beside 0.7 gave CalibErr 0.70.
+    path = tmp_path / "col.npz"
+    np.savez(path, probs=np.full((200, 1), 0.7), target=np.zeros(200, dtype=int))
+    code, _, err = run_cli(capsys, "evaluate", path, "--samples", "20")
+    assert code == 0
+    assert "probs has shape (200, 1) beside 200 labels: read as one probability per label" in err
+
+
+@pytest.mark.parametrize("labels", [(200,), (200, 1)])
+def test_probabilities_of_the_labels_shape_are_read_without_a_word(tmp_path, capsys, labels):
+    path = tmp_path / "pairs.npz"
+    probs = np.full(labels, 0.7)
+    np.savez(path, probs=probs, target=(np.arange(200) % 3 > 0).astype(int).reshape(labels))
+    code, _, err = run_cli(capsys, "evaluate", path, "--samples", "20")
+    assert code == 0 and "shape" not in err, err

@@ -139,6 +139,16 @@ def test_evaluate_json_of_a_tiny_file_is_strict_json(tmp_path: Path, capsys) -> 
     assert summary["lower"] is None and summary["upper"] is None and summary["std"] is None
 
 
+def _apart_of(n_classes: int) -> str:
+    from calib_metrics.cli import _in_command_terms
+    from calib_metrics.functional.multiclass import apart_message
+
+    return f"calib-metrics: warning: {_in_command_terms(apart_message(n_classes))}"
+
+
+_APART_OF_THREE = _apart_of(3)
+
+
 @pytest.mark.parametrize("command", ["evaluate", "compare"])
 def test_class_probabilities_that_do_not_sum_to_one_are_named(tmp_path: Path, capsys, command):
     """A multiclass file whose rows do not sum to 1 (a column misread as a class, or scores
@@ -155,13 +165,16 @@ def test_class_probabilities_that_do_not_sum_to_one_are_named(tmp_path: Path, ca
     extra = [good] if command == "compare" else []
     code, _, err = _run(capsys, command, bad, *extra, "--samples", "20")
     assert code == 0
+    # evaluate's interval draws 3 classes' pairs apart, and says so (compare draws items).
+    apart = [] if command == "compare" else [_APART_OF_THREE]
     assert err == [
         f"calib-metrics: warning: {bad}: 200 of 400 rows of class probabilities do not sum to "
         "1 (row index 0 sums to 0.8); each column is read as one class's probability as it "
-        "is — check that no other column was read as a class"
+        "is — check that no other column was read as a class",
+        *apart,
     ]
     code, _, err = _run(capsys, "evaluate", good, "--samples", "20")
-    assert code == 0 and err == []
+    assert code == 0 and err == [_APART_OF_THREE]
 
 
 def test_rows_off_by_the_tolerance_in_decimals_are_not_warned_about(tmp_path: Path, capsys):

@@ -29,6 +29,7 @@ from calib_metrics.callbacks import _watchers as watchers
 from calib_metrics.callbacks._identity import IdentityMap
 from calib_metrics.functional.calibration import CalibrationResult
 from calib_metrics.functional.errors import NoPairsError, check_flag, check_tensors
+from calib_metrics.functional.intervals import interval_kind
 from calib_metrics.functional.multiclass import average_results
 from calib_metrics.functional.smooth import SmoothCurve
 from calib_metrics.metric import CalibrationError
@@ -919,8 +920,11 @@ class CalibrationMonitor(Callback):
         figures = {"reliability_diagram": diagram}
         if per_class is not None:
             errors = dict(zip(self.class_names, per_class, strict=True))
+            # A class's pairs are drawn one by one where the pooled ones are drawn by item.
+            own = interval_kind(per_class[0])
+            of_classes = kind if own is None else kind | {"interval": own.interval}
             figures["calib_err_per_class"] = plot.per_label_errors(
-                errors, names=(f"{self.prefix}{suffix}",), title=title, norm=norm, **kind
+                errors, names=(f"{self.prefix}{suffix}",), title=title, norm=norm, **of_classes
             )[0]
         for logger, experiment in experiments:
             self._write_experiment(

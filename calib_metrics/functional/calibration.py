@@ -36,6 +36,7 @@ from calib_metrics.functional.errors import (
     check_generator,
     check_int,
     said_once_for_all,
+    warn_at_caller,
 )
 from calib_metrics.functional.intervals import (
     MIN_UNITS,
@@ -49,13 +50,25 @@ from calib_metrics.functional.intervals import (
     draw_statistics,
     group_draws,
     interval_of_draws,
+    item_draws,
     pair_draws,
+    pairs_counted_per,
     paper_draws,
     resampled_interval,
     weighted_mean,
     without_interval_if_few,
 )
-from calib_metrics.functional.multiclass import Mode, PairSet, average_results, pair_sets
+from calib_metrics.functional.multiclass import (
+    FEW_CLASSES,
+    Mode,
+    PairSet,
+    apart_message,
+    average_results,
+    is_multiclass,
+    one_hot_pairs_message,
+    pair_sets,
+    resamples_items,
+)
 from calib_metrics.functional.paper_warnings import warn_of_paper_draws
 from calib_metrics.functional.ties import cut_cells
 from calib_metrics.functional.zero_width import warn_if_zero_width
@@ -417,10 +430,13 @@ def calibration_error_ci(
         binning, n_bins, norm, debias: as in :func:`calibration_error`.
         interval: None (default): ``"pairs"``, or ``"groups"`` when ``groups`` is given;
             ``"paper"`` (Algorithm 2: per-bin frequencies redrawn from normals),
-            ``"pairs"`` (Poisson bootstrap over pairs) or ``"groups"`` (Poisson
-            bootstrap over whole groups, e.g. sentences); the bins are formed once and
-            not re-formed per draw. With ``debias=True`` the bootstrap intervals are
-            recentred on the debiased estimate (see
+            ``"pairs"`` (Poisson bootstrap over pairs; the one-vs-rest pairs of two
+            classes, a pair and its mirror, are drawn item by item, and the result's kind
+            says ``"items"``: :func:`~calib_metrics.functional.multiclass.resamples_items`;
+            the pairs of three to five classes, and a one-hot target of at most five,
+            drawn apart, are warned of) or ``"groups"`` (Poisson bootstrap over whole groups,
+            e.g. sentences); the bins are formed once and not re-formed per draw. With
+            ``debias=True`` the bootstrap intervals are recentred on the debiased estimate (see
             :mod:`calib_metrics.functional.intervals`); ``docs/coverage.md`` measures
             every combination. ``"paper"`` warns with ``debias=True`` (its draws centre
             near the plug-in estimate), and where a bin boundary cuts a tie group of
@@ -491,29 +507,105 @@ def calibration_error_ci(
         options |= {"generator": generator, "method": method, "binning": binning}
         options |= {"n_bins": n_bins, "norm": norm, "debias": debias, "interval": interval}
         return average_results(classwise_results(sets, **options))
+    by_item = interval == "pairs" and resamples_items(probs, target, mode)
+    if interval == "pairs" and not by_item:
+        _warn_of_pairs_apart(probs, target, mode)
+    n_classes = probs.shape[-1]
     probs, target, groups = sets[0]
-    probs, target = _check_pairs(probs, target)
     options = {"n_samples": n_samples, "confidence": confidence, "method": method}
     options |= {"norm": norm, "debias": debias, "generator": generator}
+    binned = {"binning": binning, "bin_size": bin_size, "n_bins": n_bins}
+    if by_item:  # an item's C pairs, flat in item order, are drawn together
+        return item_pairs_interval(probs, target, n_classes, **binned, **options)
+    probs, target = _check_pairs(probs, target)
     if interval != "groups":
-        bins = compute_bins(
-            probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins, validate=False
-        )
+        bins = compute_bins(probs, target, **binned, validate=False)
         n_samples, generator = options.pop("n_samples"), options.pop("generator")
         return bins_interval(bins, interval, n_samples, generator, **options)
     # Compact group ids, found once for the debias term and the draws (host sync: G).
     units, n_groups = compact_units(check_ids(groups, probs))
-    bins, index = bins_and_index(probs, target, binning=binning, bin_size=bin_size, n_bins=n_bins)
+    return _unit_interval(probs, target, units, n_groups, "groups", binned, options)
+
+
+def _warn_of_pairs_apart(probs: Tensor, target: Tensor, mode: str) -> None:
+    """Warn where the pair bootstrap draws apart the one-vs-rest pairs of an item of few
+    classes (:func:`~calib_metrics.functional.multiclass.apart_message`): class ids beside
+    probs ``[..., C]`` of 3 to ``FEW_CLASSES`` classes, or such a one-hot target beside
+    rows that sum to 1; of two classes, a one-hot target, whose class ids would be drawn
+    together (:func:`~calib_metrics.functional.multiclass.one_hot_pairs_message`)."""
+    if mode == "one_vs_rest" and is_multiclass(probs, target):
+        message = apart_message(probs.shape[-1])
+    elif probs.ndim < 2 or probs.shape != target.shape or probs.shape[-1] > FEW_CLASSES:
+        return
+    else:
+        message = one_hot_pairs_message(probs, target, read_by="interval")
+        if message is not None and probs.shape[-1] > 2:
+            message = apart_message(probs.shape[-1])
+    if message is not None:
+        warn_at_caller(f"calibration_error_ci: {message}")
+
+
+def item_pairs_interval(
+    probs: Tensor, target: Tensor, pairs_per_item: int, **options: object
+) -> CalibrationResult:
+    """:func:`calibration_error_ci`'s pair bootstrap (``interval="pairs"``) of flat,
+    checked pairs whose every ``pairs_per_item`` consecutive pairs are one item's, drawn
+    together (``options``: its binning, draw and interval options); the result's kind
+    (:func:`~calib_metrics.functional.intervals.interval_kind`) says ``"items"``. The
+    error is the pairs' (debiased as pairs), as :func:`calibration_error` gives it.
+
+    Example:
+        >>> g = torch.Generator().manual_seed(0)
+        >>> q = torch.rand(500, generator=g, dtype=torch.float64)
+        >>> y = torch.bernoulli(q, generator=g)
+        >>> probs, target = torch.stack([1 - q, q], -1), torch.stack([1 - y, y], -1)
+        >>> r = item_pairs_interval(probs.reshape(-1), target.reshape(-1), 2, n_samples=100,
+        ...                         generator=g)
+        >>> bool(r.error == calibration_error(probs.reshape(-1), target.reshape(-1)))
+        True
+    """
+    probs, target = _check_pairs(probs, target)
+    binned = {"binning": "adaptive", "bin_size": AUTO, "n_bins": 15}
+    binned |= {key: options.pop(key) for key in binned if key in options}
+    defaults = {"confidence": 0.95, "method": "normal", "norm": "l2", "debias": True}
+    options = defaults | {"n_samples": 10000, "generator": None} | options
+    n_items = probs.numel() // pairs_per_item
+    return _unit_interval(probs, target, pairs_per_item, n_items, "items", binned, options)
+
+
+def _unit_interval(
+    probs: Tensor,
+    target: Tensor,
+    units: Tensor | int,
+    n_units: int,
+    interval: Interval,
+    binned: dict,
+    options: dict,
+) -> CalibrationResult:
+    """The bootstrap over ``n_units`` units: ``interval="groups"`` (``units``: compact
+    group ids in [0, n_units), one per flat pair; the cluster-robust debias term and the
+    observed gaps' world) or ``"items"`` (``units``: the pairs per item, consecutive; the
+    pairs' debias term and shrunk world, as
+    :func:`~calib_metrics.functional.comparison.compare_calibration` draws items, drawn
+    by :func:`~calib_metrics.functional.intervals.item_draws`; the result's kind says
+    ``"items"``, which figures name "item bootstrap")."""
+    norm, confidence = options["norm"], options["confidence"]
+    n_samples, generator = options.pop("n_samples"), options.pop("generator")
+    bins, index = bins_and_index(probs, target, **binned)
     # The cut tie groups, found once for the debias term and the draws.
     cells = cut_cells(probs, index, bins.count.numel())
-    if debias:
-        bins = grouped_bins(probs, target, units, index, bins, cells, n_groups)
+    if interval == "groups" and options["debias"]:
+        bins = grouped_bins(probs, target, units, index, bins, cells, n_units)
     probs = probs.to(torch.float64)
     n_bins = bins.count.numel()
-    draws = group_draws(probs, target, units, index, n_bins, n_samples, generator, cells, n_groups)
-    del options["n_samples"], options["generator"]
-    result = resampled_interval(bins, draws, "groups", **options)
-    result = without_interval_if_few(result, n_groups, "group")
+    if interval == "items":
+        draws = item_draws(probs, target, units, index, n_bins, n_samples, generator, cells)
+    else:
+        draws = group_draws(
+            probs, target, units, index, n_bins, n_samples, generator, cells, n_units
+        )
+    result = resampled_interval(bins, draws, interval, **options)
+    result = without_interval_if_few(result, n_units, interval[:-1])
     return warn_if_zero_width(result, norm, confidence)
 
 
@@ -536,7 +628,10 @@ def classwise_results(sets: list[PairSet], **options: object) -> list[Calibratio
         >>> len(results), len(caught)
         (3, 1)
     """
-    return said_once_for_all(calibration_error_ci(q, y, groups=g, **options) for q, y, g in sets)
+    with pairs_counted_per("class"):  # each class has every item's pair: N of all
+        return said_once_for_all(
+            calibration_error_ci(q, y, groups=g, **options) for q, y, g in sets
+        )
 
 
 def brier_decomposition(

@@ -80,10 +80,12 @@ unless its lower end is positive: it misses in one tail only, so its coverage th
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from typing import Literal, NamedTuple
 
 import torch
@@ -172,7 +174,9 @@ _BLOCK = 1 << 22
 # one block's draws plus a few slices, not several full-block temporaries.
 _SLICE = 1 << 17
 # The world each interval's draws are compared with (see the module docstring).
-_WORLD = {"paper": "draws", "pairs": "shrunk", "groups": "observed"}
+# "items": the pair bootstrap of multiclass one-vs-rest pairs, an item's C pairs drawn
+# together (calib_metrics.functional.calibration.item_pairs_interval).
+_WORLD = {"paper": "draws", "pairs": "shrunk", "groups": "observed", "items": "shrunk"}
 
 
 class CalibrationResult(NamedTuple):
@@ -912,14 +916,22 @@ def unit_weights(
     rows: int,
     generator: torch.Generator | None,
     device: torch.device,
+    sizes: Tensor | None = None,
 ) -> Iterator[Tensor]:
     """Blocks of Poisson(1) weights ``[G, S_b]`` of ``n_units`` units, each block sized
-    for sparse matrices of ``rows`` rows in all."""
+    for sparse matrices of ``rows`` rows in all. With ``sizes`` (float64 ``[G]``), unit
+    g stands for ``sizes[g]`` exchangeable units whose sums it holds: its weight is
+    Poisson(sizes[g]) / sizes[g], their Poisson(1) weights' sum over their number."""
     check_generator(generator, device)
     for size in _block_sizes(n_samples, max(n_units, rows)):
-        rate = torch.ones((n_units, size), dtype=torch.float64, device=device)
+        if sizes is None:
+            rate = torch.ones((n_units, size), dtype=torch.float64, device=device)
+        else:
+            rate = sizes[:, None].expand(n_units, size)
         weights = torch.poisson(rate, generator=generator)
         del rate
+        if sizes is not None:
+            weights.div_(sizes[:, None])
         yield weights
         del weights
         _return_freed_pages(device)
@@ -989,6 +1001,52 @@ def group_draws(
         del total
 
 
+def item_draws(
+    probs: Tensor,
+    target: Tensor,
+    pairs_per_item: int,
+    index: Tensor,
+    n_bins: int,
+    n_samples: int,
+    generator: torch.Generator | None,
+    cells: CutCells,
+) -> Iterator[Bins]:
+    """The Poisson bootstrap over items: flat aligned pairs whose every ``pairs_per_item``
+    consecutive pairs are one item's (one-vs-rest pairs of ``[N, C]`` input), each item's
+    pairs drawn together, with bin indices ``index`` and cut tie groups ``cells``. Items
+    whose pairs lie in the same bins (or cut tie groups) with the same labels are drawn as
+    one cell: Poisson(n) of its n items, which is what their n Poisson(1) weights add up
+    to, its Σq reweighted at the cell's mean q (a bin's mean q moves by a cell's spread
+    inside the bin only, which the pair bootstrap holds fixed altogether). With two
+    classes an item's pairs are a pair and its mirror, so the cells are about the bins'
+    number, not the items' (host syncs: the cells' number).
+
+    Example:
+        >>> import torch
+        >>> from calib_metrics.functional.ties import cut_cells
+        >>> q = torch.tensor([0.9, 0.1, 0.8, 0.2, 0.3, 0.7, 0.35, 0.65], dtype=torch.float64)
+        >>> y = torch.tensor([1, 0, 1, 0, 0, 1, 0, 1])  # 4 items of 2 classes
+        >>> index = torch.tensor([1, 0, 1, 0, 0, 1, 0, 1])
+        >>> block = next(item_draws(q, y, 2, index, 2, 3, torch.Generator().manual_seed(0),
+        ...                         cut_cells(q, index, 2)))
+        >>> bool((block.count[:, 0] == block.count[:, 1]).all())  # each item in both bins
+        True
+    """
+    slot = torch.where(cells.cut_pair, n_bins + cells.group_of_pair, index)
+    labels = target.view(-1, pairs_per_item).to(slot.dtype)
+    pattern = torch.cat([slot.view(-1, pairs_per_item), labels], 1)
+    cell_of_item, size = torch.unique(pattern, dim=0, return_inverse=True, return_counts=True)[1:]
+    n_cells = size.numel()
+    units = cell_of_item.repeat_interleave(pairs_per_item)
+    sums = unit_sum_matrix(probs, target, units, index, n_bins, n_cells, cells)
+    sizes = size.to(torch.float64)
+    for weights in unit_weights(n_cells, n_samples, sums.rows, generator, probs.device, sizes):
+        total = sums.times(weights).T
+        for rows in _slices(total.shape[0], n_bins):
+            yield _bins_of_totals(total[rows])
+        del total
+
+
 def compact_units(groups: Tensor) -> tuple[Tensor, int]:
     """Any integer group ids as flat compact ids in [0, G), and G (host sync: G).
 
@@ -998,6 +1056,32 @@ def compact_units(groups: Tensor) -> tuple[Tensor, int]:
     """
     units = torch.unique(groups.reshape(-1), return_inverse=True)[1]
     return units, int(units.max().item()) + 1 if units.numel() else 0
+
+
+# What a count of pairs is of in the too-few warning, where each of several results counts
+# one part's pairs (" per class", :func:`pairs_counted_per`); "" for the whole input.
+_PAIRS_OF: ContextVar[str] = ContextVar("pairs_of", default="")
+
+
+@contextlib.contextmanager
+def pairs_counted_per(part: str) -> Iterator[None]:
+    """Meanwhile, the too-few warning of :func:`without_interval_if_few` counts the pairs
+    of one ``part`` ("2 pairs per class"): a classwise run's header counts all the pairs
+    (N = 8 pairs of 2 items × 4 classes), against which "2 pairs" had read as a mistake.
+
+    Example:
+        >>> r = CalibrationResult(*torch.tensor([0.1, 0.1, 0.0, 0.1, 0.1]), None)
+        >>> with warnings.catch_warnings(record=True) as caught, pairs_counted_per("class"):
+        ...     warnings.simplefilter("always")
+        ...     _ = without_interval_if_few(r, 2, "pair")
+        >>> str(caught[0].message)[:41]
+        'calibration_error_ci: 2 pairs per class; '
+    """
+    token = _PAIRS_OF.set(f" per {part}")
+    try:
+        yield
+    finally:
+        _PAIRS_OF.reset(token)
 
 
 def without_interval_if_few(result: CalibrationResult, n_units: int, unit: str):
@@ -1016,8 +1100,9 @@ def without_interval_if_few(result: CalibrationResult, n_units: int, unit: str):
     """
     if n_units >= MIN_UNITS:
         return result
+    of = _PAIRS_OF.get() if unit == "pair" else ""
     warn_at_caller(
-        f"calibration_error_ci: {n_units} {unit}{'s' * (n_units != 1)}; at least "
+        f"calibration_error_ci: {n_units} {unit}{'s' * (n_units != 1)}{of}; at least "
         f"{MIN_UNITS} are needed for an interval, so its ends are NaN (the error stands)"
     )
     return without_interval(result)

@@ -163,13 +163,14 @@ def one_hot_pairs_message(
 ) -> str | None:
     """Why a one-hot ``target`` beside rows of ``probs`` (one shape ``[..., C]``) that sum
     to 1 is read wrongly, or None: such input is taken as independent binary pairs
-    (multi-label), which the pooled one-vs-rest error and its intervals do not mind (they
-    treat the pairs of class ids alike), but Spiegelhalter's variance does, an item's C
-    labels summing to 1 (with C = 2 an item's two pairs add one score twice, so z is √2
-    times too large: at α = 0.05 it rejected 0.16 of calibrated data sets), and so does a
-    paired comparison (``read_by="comparison"``), which resamples class ids' pairs item
-    by item but these pair by pair (two equally calibrated models were called different
-    at α = 0.05 in 0.09–0.14 of data sets against 0.03–0.07: docs/coverage.md).
+    (multi-label), which the pooled one-vs-rest error does not mind, but Spiegelhalter's
+    variance does, an item's C labels summing to 1 (with C = 2 an item's two pairs add one
+    score twice, so z is √2 times too large: at α = 0.05 it rejected 0.16 of calibrated
+    data sets), and so do the intervals, which resample class ids' pairs item by item
+    (:func:`resamples_items`) but these pair by pair: one model's (``read_by="interval"``;
+    a metric's, ``"metric"``, has both) is too narrow with few classes, and a paired
+    comparison (``"comparison"``) called two equally calibrated models different at
+    α = 0.05 in 0.09–0.14 of data sets against 0.03–0.07 (docs/coverage.md).
     Genuine multi-label targets (a row of no 1 or of several) and scores whose rows do
     not sum to 1 get None. The advice names the metric's ``num_classes`` for a metric.
     One host synchronisation for a target of ``probs``' shape ``[..., C]``, two where it
@@ -200,12 +201,29 @@ def one_hot_pairs_message(
 _ONE_HOT_COST = {
     "spiegelhalter": "Spiegelhalter's test then takes their labels as independent",
     "comparison": "the paired bootstrap then resamples them pair by pair, not item by item",
+    "interval": "the pair bootstrap then resamples them pair by pair, not item by item",
+    "metric": "Spiegelhalter's test and the interval then take their labels as independent",
 }
 _ONE_HOT_EFFECT = {
     "spiegelhalter": " (with two classes its z is √2 times too large)",
     "comparison": " (the interval is too narrow: equally calibrated models are called different "
     "too often)",
+    "interval": " (with two classes a pair and its mirror: the interval is too narrow, 95% "
+    "covered the true error 0.86–0.90 of the time)",
+    "metric": " (with two classes z is √2 times too large, and with few the interval too narrow)",
 }
+#: Up to this many classes, one model's interval over one-vs-rest pairs drawn apart (three
+#: classes or more; a stream of two past its buffer) is warned of as too narrow:
+#: benchmarks/ovr_item_coverage.py, docs/coverage.md.
+FEW_CLASSES = 5
+#: What drawing an item's pairs apart costs, as measured there: two classes, and few.
+APART_COVERAGE = {
+    2: "95% covered the true error 0.86-0.90 of the time at 2 classes, docs/coverage.md",
+    "few": "95% covered the true error 0.87-0.97 of the time at 3 classes and 0.895-0.925 "
+    "at 5, docs/coverage.md",
+}
+#: And what the group bootstrap over items covered there, at 3 and 5 classes.
+GROUPS_COVERAGE = "0.96-1.00"
 
 
 def _check_multiclass(
@@ -234,6 +252,46 @@ def _check_multiclass(
         bad = (low if low < 0 else high).item()
         raise ValueError(f"target class ids must lie in [0, {n_classes - 1}], found {bad}")
     return probs, target, n_classes
+
+
+def resamples_items(probs: Tensor, target: Tensor, mode: str) -> bool:
+    """Whether the pair bootstrap draws an item's one-vs-rest pairs together: ``mode``
+    one-vs-rest on probs ``[..., 2]`` beside class ids, whose item gives a pair (q, y) and
+    its mirror (1 − q, 1 − y), one observation. Drawn apart, the 95% interval had
+    covered the true error 0.86–0.90 of the time (``benchmarks/ovr_item_coverage.py``,
+    docs/coverage.md). Items of more classes are drawn pair by pair: the bins' cells of
+    identical items, which make two classes' item bootstrap about as fast as the pairs',
+    are as many as the items from three classes on (:func:`apart_message` warns where
+    that leaves the interval too narrow).
+
+    Example:
+        >>> resamples_items(torch.rand(5, 2), torch.zeros(5, dtype=torch.long), "one_vs_rest")
+        True
+        >>> resamples_items(torch.rand(5, 3), torch.zeros(5, dtype=torch.long), "one_vs_rest")
+        False
+    """
+    return mode == "one_vs_rest" and is_multiclass(probs, target) and probs.shape[-1] == 2
+
+
+def apart_message(n_classes: int) -> str | None:
+    """Why one model's interval over the pooled one-vs-rest pairs of ``n_classes`` classes,
+    drawn pair by pair, is too narrow (from three classes to ``FEW_CLASSES``), or None.
+
+    Example:
+        >>> print(apart_message(3))  # doctest: +ELLIPSIS
+        3 classes read one-vs-rest: the pair bootstrap draws an item's 3 pairs apart, ...
+        >>> apart_message(2), apart_message(10)
+        (None, None)
+    """
+    if not 3 <= n_classes <= FEW_CLASSES:
+        return None
+    return (
+        f"{n_classes} classes read one-vs-rest: the pair bootstrap draws an item's "
+        f"{n_classes} pairs apart, and its interval is too narrow with few classes "
+        f"({APART_COVERAGE['few']}); groups=torch.arange(N), one id per item, draws whole "
+        f"items with the group bootstrap ({GROUPS_COVERAGE}; its cost grows with items x "
+        "draws)"
+    )
 
 
 def pair_sets(

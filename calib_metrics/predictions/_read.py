@@ -101,6 +101,7 @@ def read_table(
     _check_layout(q, y, ids, path)
     columns = (q, y)
     shape = _shape(y[1])  # the labels' (an array's), by which an array's values are named
+    _warn_of_one_column(q, shape, getattr(y[1], "shape", None), path)
     rows = shape or _list_rows(y[1])  # a JSON file's rows of C labels: [N, C] too
     y = _to_labels(y[1], path, y[0], lines, shape)
     check_nesting(q, columns[1], path, lines)
@@ -132,6 +133,37 @@ def read_table(
         return Predictions(q, y, None, keep, None, read)
     layout = (row_lines, every_line, shape)
     return Predictions(q, y, _group_ids(ids, path, y, keep, layout), keep, str(ids[0]), read)
+
+
+def _warn_of_one_column(
+    q: tuple[Any, Any], labels: tuple[int, ...] | None, written: Any, path: Path
+) -> None:
+    """Say how probabilities ``[N, 1]`` beside N labels ``[N]`` (``labels``: their shape
+    without trailing 1s; ``written``: as the file has it, where ``[N, 1]`` beside them is
+    plainly binary) are read: as binary pairs, each the
+    probability that its label is 1. The functions refuse that input (one class is no
+    multiclass input), and the command had read it silently: class ids all 0 beside 0.7
+    gave CalibErr 0.70, the one-class reading 0.30.
+
+    Example:
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     _warn_of_one_column(("probs", np.full((3, 1), 0.7)), (3,), (3,), Path("p.npz"))
+        >>> print(caught[0].message)  # doctest: +ELLIPSIS
+        p.npz: probs has shape (3, 1) beside 3 labels: read as one probability per label ...
+    """
+    shape = getattr(q[1], "shape", None)
+    if labels is None or shape is None or tuple(shape) != (*labels, 1):
+        return
+    if written is not None and tuple(written) == tuple(shape):
+        return  # labels [N, 1] beside probabilities [N, 1]: binary pairs alike
+    warnings.warn(
+        f"{path}: {q[0]} has shape {tuple(shape)} beside {math.prod(labels)} labels: read as "
+        "one probability per label (binary pairs, each the probability that its label is "
+        "1); a multiclass file gives C >= 2 probabilities per label, [N, C] with class ids",
+        UserWarning,
+        stacklevel=2,
+    )
 
 
 def _one_hot_as_class_ids(
