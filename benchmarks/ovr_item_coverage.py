@@ -35,7 +35,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._args import at_least_two, count
+from benchmarks._args import at_least_two, count, number
 from benchmarks._record import command_line, load_average
 from benchmarks.coverage import draw_data, ovr_true_error, predictions
 from calib_metrics.functional import calibration_error_ci
@@ -96,12 +96,17 @@ def _cell(value: tuple[float, float] | None) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--classes", type=at_least_two, nargs="+", default=[2, 3, 10])
+    parser.add_argument("--classes", type=at_least_two, nargs="+", default=[2, 3, 5, 10])
     parser.add_argument("--sizes", type=count, nargs="+", default=[1000, 5000])
-    parser.add_argument("--ks", type=float, nargs="+", default=[0.0, 0.05, 0.1])
+    parser.add_argument(
+        "--ks", type=number(0, 1), nargs="+", default=[0.0, 0.05, 0.1],
+        help="miscalibration k: temperature 1 + 5k (0: calibrated)",
+    )  # fmt: skip
     parser.add_argument("--reps", type=count, default=200)
     parser.add_argument("--samples", type=at_least_two, default=400)
-    parser.add_argument("--alpha", type=float, default=0.2)
+    parser.add_argument(
+        "--alpha", type=number(0, above=True), default=0.2, help="Dirichlet(α·1_C) of π"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     start = time.perf_counter()
