@@ -656,7 +656,7 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
         "confidence": args.confidence,
         "method": args.method,
         "debias": args.debias,
-        "interval": drawn_interval(args.interval, result),
+        "interval": drawn_interval(args.interval, table.probs, table.target, args.mode),
         "samples": args.samples,
         "groups": None if groups is None else int(groups.unique().numel()),
         # The column resampled, as found: --interval groups finds it by name.
@@ -692,19 +692,21 @@ def per_bin_rows(class_bins: list) -> list[dict]:
     return rows
 
 
-def drawn_interval(interval: str, result) -> str:
-    """The interval ``evaluate`` drew: ``--interval``'s, or ``"items"`` where the pair
-    bootstrap drew the one-vs-rest pairs of a multiclass file item by item (an item's C
-    labels are dependent: :func:`~calib_metrics.functional.multiclass.resamples_items`).
+def drawn_interval(interval: str, probs, target, mode: str) -> str:
+    """The interval ``evaluate`` draws on ``probs`` and ``target`` as read: ``--interval``'s,
+    or ``"items"`` where the pair bootstrap draws the one-vs-rest pairs of a two-class file
+    item by item (:func:`~calib_metrics.functional.multiclass.resamples_items`), whether
+    or not there were enough items for an interval.
 
     Example:
-        >>> drawn_interval("pairs", None)
-        'pairs'
+        >>> import torch
+        >>> two = torch.tensor([[0.3, 0.7], [0.6, 0.4]]), torch.tensor([1, 0])
+        >>> drawn_interval("pairs", *two, "one_vs_rest"), drawn_interval("pairs", *two, "top_label")
+        ('items', 'pairs')
     """
-    from calib_metrics.functional.intervals import interval_kind
+    from calib_metrics.functional.multiclass import resamples_items
 
-    kind = interval_kind(result)
-    return "items" if kind is not None and kind.interval == "items" else interval
+    return "items" if interval == "pairs" and resamples_items(probs, target, mode) else interval
 
 
 def mode_note(mode: str) -> str:
@@ -824,7 +826,7 @@ def evaluate(args: argparse.Namespace) -> dict:
                                                                    args.mode)  # fmt: skip
     with all_or_none():  # a failure writing the page keeps the old figure beside the old page
         if args.plot:
-            _plot(args, result, panels, smooth)
+            _plot(args, result, panels, smooth, summary["interval"])
             summary["plot"] = str(args.plot)
         if args.html:
             summary["html"] = cli_report.write_evaluate(
@@ -838,9 +840,10 @@ def evaluate(args: argparse.Namespace) -> dict:
     return summary
 
 
-def _plot(args: argparse.Namespace, result, panels, smooth) -> None:
+def _plot(args: argparse.Namespace, result, panels, smooth, interval: str) -> None:
     """Write ``--plot``: the per-class ``panels`` (classwise), else the reliability diagram
-    of ``result`` (with the ``smooth`` curve, when asked: :func:`smooth_curve_for_plot`)."""
+    of ``result`` (with the ``smooth`` curve, when asked: :func:`smooth_curve_for_plot`),
+    naming the ``interval`` drawn (:func:`drawn_interval`)."""
     from calib_metrics.predictions import save_figure
 
     if panels is None:
@@ -848,7 +851,7 @@ def _plot(args: argparse.Namespace, result, panels, smooth) -> None:
 
         panels, _ = reliability_diagram(
             result, title=Path(args.file).name, confidence=args.confidence,
-            interval=drawn_interval(args.interval, result), debias=args.debias, norm=args.norm,
+            interval=interval, debias=args.debias, norm=args.norm,
             smooth=smooth,
         )  # fmt: skip
     save_figure(panels, args.plot, "--plot", dpi=120)

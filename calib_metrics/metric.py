@@ -88,6 +88,7 @@ from calib_metrics.metric_state import (
     _StatesOfRule,  # noqa: F401  # metrics pickled before the split name it here
     finishing_synced_result,
     warn_at_user_line,
+    warn_once_at_user_line,
     warnings_said_by,
 )
 
@@ -1815,7 +1816,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         if self.num_classes == 2 and pairs is not None:
             return True
         message = apart_message(self.num_classes) if self.num_classes > 2 else _MIRRORS_STREAMED
-        warn_at_user_line(message and f"{type(self).__name__}: {message}", self)
+        warn_once_at_user_line(self, message)
         return False
 
     def _drawn_result(

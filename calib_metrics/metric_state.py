@@ -339,6 +339,27 @@ def warn_at_user_line(message: str | None, computed_by: Any = None) -> None:
     warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
 
 
+def warn_once_at_user_line(owner: Any, message: str | None) -> None:
+    """:func:`warn_at_user_line` of ``message`` (none for None) as the metric ``owner``'s,
+    once per metric object, as :func:`warnings_said_by` says the functions' warnings: a
+    warning of every compute had come again at every epoch.
+
+    Example:
+        >>> metric = type("CalibrationError", (), {})()
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     for _ in range(2):
+        ...         warn_once_at_user_line(metric, "too narrow")
+        >>> [str(w.message) for w in caught]
+        ['CalibrationError: too narrow']
+    """
+    said_before = owner.__dict__.setdefault("_warnings_said", set())
+    text = None if message is None else f"{type(owner).__name__}: {message}"
+    if text is not None and text not in said_before:
+        said_before.add(text)
+        warn_at_user_line(text, owner)
+
+
 @contextlib.contextmanager
 def warnings_said_by(owner: Any, function: str) -> Iterator[None]:
     """The warnings of ``function`` (a functional entry the metric ``owner`` calls) said

@@ -1007,7 +1007,7 @@ def _evaluate_labels(
         + _figure(
             chart,
             "Each label's pairs binned and measured on their own, with the "
-            "interval of the summary's kind; sorted by error.",
+            "interval its legend names; sorted by error.",
             "per-label-chart",
         )
         + table

@@ -193,3 +193,45 @@ def test_command_warns_of_three_classes_in_its_own_terms(tmp_path, capsys):
     assert "warning: 3 classes read one-vs-rest: the pair bootstrap draws an item's 3 pairs" in err
     assert "--groups naming a column of row ids draws whole items" in err
     assert "torch.arange" not in err
+
+
+def test_command_names_items_where_too_few_for_an_interval(tmp_path, capsys):
+    import json
+
+    import numpy as np
+    from cli_runs import run_cli
+
+    probs, classes = _two_class_items(8, 9)  # 16 pairs, 8 items: no interval
+    path = tmp_path / "tiny.npz"
+    np.savez(path, probs=probs.numpy(), target=classes.numpy())
+    code, out, err = run_cli(capsys, "evaluate", path, "--samples", "50")
+    assert code == 0 and "no interval (fewer than 10 resampled items)" in out
+    assert "warning: 8 items; at least 10 are needed" in err
+    code, out, _ = run_cli(capsys, "evaluate", path, "--samples", "50", "--json")
+    assert json.loads(out)["interval"] == "items"
+
+
+@pytest.mark.parametrize(
+    "options", [{"num_classes": 3}, {"num_classes": 2, "streaming": True, "resolution": 64}]
+)
+def test_metric_says_pairs_apart_once(options):
+    n_classes = options["num_classes"]
+    probs, classes = _items_of(n_classes, 3000) if n_classes == 3 else _two_class_items(3000, 4)
+    metric = CalibrationError(n_samples=20, **options)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):  # epochs
+            metric.update(probs, classes)
+            metric.compute_result()
+            metric.compute_result()
+            metric.reset()
+    apart = [w for w in caught if "one-vs-rest" in str(w.message) and "apart" in str(w.message)]
+    assert len(apart) == 1, [str(w.message) for w in apart]
+
+
+def test_one_hot_target_of_three_classes_is_told_to_pass_class_ids():
+    probs, classes = _items_of(3)
+    one_hot = torch.nn.functional.one_hot(classes, 3)
+    with pytest.warns(UserWarning, match="target looks one-hot.*pass target.argmax") as caught:
+        calibration_error_ci(probs, one_hot, n_samples=20)
+    assert not any("groups=torch.arange" in str(w.message) for w in caught)

@@ -529,18 +529,16 @@ def calibration_error_ci(
 
 def _warn_of_pairs_apart(probs: Tensor, target: Tensor, mode: str) -> None:
     """Warn where the pair bootstrap draws apart the one-vs-rest pairs of an item of few
-    classes (:func:`~calib_metrics.functional.multiclass.apart_message`): class ids beside
-    probs ``[..., C]`` of 3 to ``FEW_CLASSES`` classes, or such a one-hot target beside
-    rows that sum to 1; of two classes, a one-hot target, whose class ids would be drawn
-    together (:func:`~calib_metrics.functional.multiclass.one_hot_pairs_message`)."""
+    classes: class ids beside probs ``[..., C]`` of 3 to ``FEW_CLASSES`` classes
+    (:func:`~calib_metrics.functional.multiclass.apart_message`), or a one-hot target of
+    at most ``FEW_CLASSES`` beside rows that sum to 1, whose advice is class ids
+    (:func:`~calib_metrics.functional.multiclass.one_hot_pairs_message`)."""
     if mode == "one_vs_rest" and is_multiclass(probs, target):
         message = apart_message(probs.shape[-1])
     elif probs.ndim < 2 or probs.shape != target.shape or probs.shape[-1] > FEW_CLASSES:
         return
     else:
         message = one_hot_pairs_message(probs, target, read_by="interval")
-        if message is not None and probs.shape[-1] > 2:
-            message = apart_message(probs.shape[-1])
     if message is not None:
         warn_at_caller(f"calibration_error_ci: {message}")
 

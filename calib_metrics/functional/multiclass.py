@@ -208,8 +208,9 @@ _ONE_HOT_EFFECT = {
     "spiegelhalter": " (with two classes its z is √2 times too large)",
     "comparison": " (the interval is too narrow: equally calibrated models are called different "
     "too often)",
-    "interval": " (with two classes a pair and its mirror: the interval is too narrow, 95% "
-    "covered the true error 0.86–0.90 of the time)",
+    "interval": " (with few classes the interval is too narrow: with two, a pair and its "
+    "mirror drawn apart, 95% covered the true error 0.85-0.86 of the time, where class ids "
+    "draw them together)",
     "metric": " (with two classes z is √2 times too large, and with few the interval too narrow)",
 }
 #: Up to this many classes, one model's interval over one-vs-rest pairs drawn apart (three
@@ -218,7 +219,7 @@ _ONE_HOT_EFFECT = {
 FEW_CLASSES = 5
 #: What drawing an item's pairs apart costs, as measured there: two classes, and few.
 APART_COVERAGE = {
-    2: "95% covered the true error 0.86-0.90 of the time at 2 classes, docs/coverage.md",
+    2: "95% covered the true error 0.85-0.86 of the time at 2 classes, docs/coverage.md",
     "few": "95% covered the true error 0.87-0.97 of the time at 3 classes and 0.895-0.925 "
     "at 5, docs/coverage.md",
 }
@@ -258,8 +259,8 @@ def resamples_items(probs: Tensor, target: Tensor, mode: str) -> bool:
     """Whether the pair bootstrap draws an item's one-vs-rest pairs together: ``mode``
     one-vs-rest on probs ``[..., 2]`` beside class ids, whose item gives a pair (q, y) and
     its mirror (1 − q, 1 − y), one observation. Drawn apart, the 95% interval had
-    covered the true error 0.86–0.90 of the time (``benchmarks/ovr_item_coverage.py``,
-    docs/coverage.md). Items of more classes are drawn pair by pair: the bins' cells of
+    covered the true error 0.85–0.86 of the time, drawn together 0.91–0.96
+    (``benchmarks/ovr_item_coverage.py``, docs/coverage.md). Items of more classes are drawn pair by pair: the bins' cells of
     identical items, which make two classes' item bootstrap about as fast as the pairs',
     are as many as the items from three classes on (:func:`apart_message` warns where
     that leaves the interval too narrow).
