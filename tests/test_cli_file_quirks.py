@@ -351,35 +351,24 @@ def test_minus_one_of_plus_minus_one_labels_is_called_a_class_not_padding(tmp_pa
     assert "if -1 is padding, give it a label of its own, such as -100" in line
 
 
+def _dropping_minus_ones(capsys, path: Path) -> tuple[int, dict, str]:
+    code, out, err = run_cli(
+        capsys, "evaluate", path, "--samples", "20", "--json", "--ignore-index", "-1"
+    )
+    return code, json.loads(out) if code == 0 else {}, err
+
+
 def test_a_few_minus_ones_beside_labels_all_1_are_dropped_with_a_warning(tmp_path, capsys):
     """Under a tenth of the rows, -1 beside labels all 1 may be an imbalanced -1/+1 file's
     negatives or padding: the rows are dropped as asked, and the warning names both
     readings (they had been dropped without a word, scoring the positives alone)."""
     ones = [row for row in PLAIN if row.endswith(",1")] + ["0.5,-1"] * 6
-    code, out, err = run_cli(
-        capsys,
-        "evaluate",
-        _csv(tmp_path / "o.csv", ones),
-        "--samples",
-        "20",
-        "--json",
-        "--ignore-index",
-        "-1",
-    )
-    assert code == 0 and json.loads(out)["n"] == 60, err
+    code, summary, err = _dropping_minus_ones(capsys, _csv(tmp_path / "o.csv", ones))
+    assert code == 0 and summary["n"] == 60, err
     assert "--ignore-index -1 drops 6 of 66 rows and leaves labels all 1" in err
     assert "write it as 0" in err and "label it -100" in err
     mixed = PLAIN + ["0.5,-1"] * 6
-    code, out, err = run_cli(
-        capsys,
-        "evaluate",
-        _csv(tmp_path / "m.csv", mixed),
-        "--samples",
-        "20",
-        "--json",
-        "--ignore-index",
-        "-1",
-    )
+    code, _, err = _dropping_minus_ones(capsys, _csv(tmp_path / "m.csv", mixed))
     assert code == 0 and "--ignore-index -1 drops" not in err, err
 
 
