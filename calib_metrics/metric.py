@@ -1829,7 +1829,7 @@ class CalibrationError(_StatesKeepTheirDtype):
         if isinstance(item, Bins):
             return bins_interval(item, interval, self.n_samples, generator, **options)
         probs, target, groups = item
-        if interval == "items":  # [N, C] pairs, an item a row: in item order when flattened
+        if interval == "items":  # [N, 2] pairs, an item a row: in item order when flattened
             binned = {"binning": self.binning, "bin_size": self.bin_size, "n_bins": self.n_bins}
             flat, n_classes = (probs.reshape(-1), target.reshape(-1)), probs.shape[-1]
             return item_pairs_interval(
@@ -1966,8 +1966,8 @@ class CalibrationError(_StatesKeepTheirDtype):
             draw_with="it with calib_metrics.plot.reliability_diagram",
         )  # fmt: skip
         drawn = ("pairs", "groups") if self.interval is None else (self.interval,)
-        if "pairs" in drawn and self.num_classes is not None and self.mode == "one_vs_rest":
-            drawn += ("items",)  # multiclass pairs drawn by item (_by_item)
+        if "pairs" in drawn and self.num_classes == 2 and self.mode == "one_vs_rest":
+            drawn += ("items",)  # two classes' pairs drawn by item (_by_item)
         if kind.interval not in drawn:
             raise ValueError(
                 f"val's interval resampled {kind.interval!r}, which this metric "

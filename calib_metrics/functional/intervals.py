@@ -994,7 +994,20 @@ def group_draws(
     """
     units, n_units = (groups, n_groups) if n_groups is not None else compact_units(groups)
     sums = unit_sum_matrix(probs, target, units, index, n_bins, n_units, cells)
-    for weights in unit_weights(n_units, n_samples, 3 * n_bins, generator, probs.device):
+    yield from _reweighted_draws(sums, n_samples, generator, probs.device)
+
+
+def _reweighted_draws(
+    sums: UnitSums,
+    n_samples: int,
+    generator: torch.Generator | None,
+    device: torch.device,
+    sizes: Tensor | None = None,
+) -> Iterator[Bins]:
+    """The draws of units' bin ``sums`` under Poisson weights (:func:`unit_weights`, its
+    ``sizes``), in blocks of slices of bins."""
+    n_units, n_bins = sums.direct.shape[1], sums.rows // 3
+    for weights in unit_weights(n_units, n_samples, sums.rows, generator, device, sizes):
         total = sums.times(weights).T
         for rows in _slices(total.shape[0], n_bins):
             yield _bins_of_totals(total[rows])
@@ -1036,15 +1049,9 @@ def item_draws(
     labels = target.view(-1, pairs_per_item).to(slot.dtype)
     pattern = torch.cat([slot.view(-1, pairs_per_item), labels], 1)
     cell_of_item, size = torch.unique(pattern, dim=0, return_inverse=True, return_counts=True)[1:]
-    n_cells = size.numel()
     units = cell_of_item.repeat_interleave(pairs_per_item)
-    sums = unit_sum_matrix(probs, target, units, index, n_bins, n_cells, cells)
-    sizes = size.to(torch.float64)
-    for weights in unit_weights(n_cells, n_samples, sums.rows, generator, probs.device, sizes):
-        total = sums.times(weights).T
-        for rows in _slices(total.shape[0], n_bins):
-            yield _bins_of_totals(total[rows])
-        del total
+    sums = unit_sum_matrix(probs, target, units, index, n_bins, size.numel(), cells)
+    yield from _reweighted_draws(sums, n_samples, generator, probs.device, size.double())
 
 
 def compact_units(groups: Tensor) -> tuple[Tensor, int]:

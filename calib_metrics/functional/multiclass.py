@@ -261,9 +261,9 @@ def resamples_items(probs: Tensor, target: Tensor, mode: str) -> bool:
     its mirror (1 − q, 1 − y), one observation. Drawn apart, the 95% interval had
     covered the true error 0.85–0.86 of the time, drawn together 0.91–0.96
     (``benchmarks/ovr_item_coverage.py``, docs/coverage.md). Items of more classes are
-    drawn pair by pair: the bins' cells of identical items, which make two classes' item
-    bootstrap about as fast as the pairs', are as many as the items from three classes
-    on (:func:`apart_message` warns where that leaves the interval too narrow).
+    drawn pair by pair: the cells of identical items, about as many as the bins for two
+    classes, are as many as the items from three classes on, and the draws cost cells ×
+    draws (:func:`apart_message` warns where that leaves the interval too narrow).
 
     Example:
         >>> resamples_items(torch.rand(5, 2), torch.zeros(5, dtype=torch.long), "one_vs_rest")
