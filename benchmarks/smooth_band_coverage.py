@@ -16,6 +16,16 @@ and 1). Two bands from the same kind of draws are scored side by side:
 ``--groups`` resamples groups of 10 consecutive pairs (independent labels: it checks the
 group machinery, not a design effect). Run ``python benchmarks/smooth_band_coverage.py``;
 the ``smooth_reliability_curve`` docstring and docs/measures.md quote its output.
+
+``--two-class`` makes each data set N items of two classes, ``[1 − q, q]`` beside class
+ids (class 1 with probability p(q)), whose curve pools the one-vs-rest pairs: a pair
+(q, y) and its mirror (1 − q, 1 − y), one observation, which the band resamples one by
+one. The truth is the pooled frequency (p(x) + 1 − p(1 − x)) / 2, smoothed. A third band,
+``items``, is the score band with ``groups=torch.arange(N)``: an item's two pairs drawn
+together. A miscalibration that is not symmetric in the classes cancels in the pooled
+pairs (overconfident q² and shifted q + 0.1 pool to the diagonal), so the symmetric
+``tempered`` kind, p = σ(logit(q) / 1.5), is the one to run with it:
+``python benchmarks/smooth_band_coverage.py --two-class --kinds calibrated tempered``.
 """
 
 from __future__ import annotations
@@ -38,7 +48,10 @@ KINDS = {
     "calibrated": lambda q: q,
     "overconfident": lambda q: q**2,
     "shifted": lambda q: np.minimum(q + 0.1, 1.0),
+    "tempered": lambda q: 1 / (1 + (1 / np.clip(q, 1e-300, 1) - 1) ** (1 / 1.5)),
 }
+DEFAULT_KINDS = ["calibrated", "overconfident", "shifted"]
+BANDS = ("score", "quantile")
 _X = np.linspace(0.0, 1.0, 20001)
 
 
@@ -65,24 +78,49 @@ def quantile_band(q, y, groups, curve, n_samples, confidence, generator):
     return torch.minimum(lower, curve.curve), torch.maximum(upper, curve.curve)
 
 
+def two_class_bands(q, y, groups, args, generator) -> tuple:
+    """The curve of ``[1 − q, q]`` beside class ids ``y`` and its three bands
+    (``--two-class``), each drawn with ``groups`` (of items) where given."""
+    probs, classes = torch.stack([1 - q, q], -1), y.long()
+    options = {"n_samples": args.samples, "points": args.points, "generator": generator}
+    curve = smooth_reliability_curve(probs, classes, groups=groups, **options)
+    flat_q, flat_y = probs.reshape(-1), torch.stack([1 - y, y], -1).reshape(-1)
+    flat_groups = None if groups is None else groups.repeat_interleave(2)
+    items = smooth_reliability_curve(probs, classes, groups=torch.arange(q.numel()), **options)
+    bands = {
+        "score": (curve.lower, curve.upper),
+        "quantile": quantile_band(
+            flat_q, flat_y, flat_groups, curve, args.samples, 0.95, generator
+        ),
+        "items": (items.lower, items.upper),
+    }
+    return curve, bands
+
+
 def run(kind: str, args: argparse.Namespace) -> dict[str, np.ndarray]:
     p = KINDS[kind]
+    truth_of = (lambda x: (p(x) + 1 - p(1 - x)) / 2) if args.two_class else p
     rng = np.random.default_rng(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
-    hits: dict[str, list[np.ndarray]] = {"score": [], "quantile": []}
-    widths: dict[str, list[np.ndarray]] = {"score": [], "quantile": []}
+    names = BANDS + ("items",) * args.two_class
+    hits: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    widths: dict[str, list[np.ndarray]] = {name: [] for name in names}
     for _ in range(args.reps):
         q = torch.tensor(rng.uniform(0, 1, args.n))
         y = torch.tensor((rng.uniform(size=args.n) < p(q.numpy())).astype(float))
         groups = torch.arange(args.n) // 10 if args.groups else None
-        curve = smooth_reliability_curve(
-            q, y, n_samples=args.samples, points=args.points, groups=groups, generator=generator
-        )
-        truth = smoothed_truth(curve.grid.numpy(), curve.bandwidth.item(), p)
-        bands = {
-            "score": (curve.lower, curve.upper),
-            "quantile": quantile_band(q, y, groups, curve, args.samples, 0.95, generator),
-        }
+        if args.two_class:
+            curve, bands = two_class_bands(q, y, groups, args, generator)
+        else:
+            curve = smooth_reliability_curve(
+                q, y, n_samples=args.samples, points=args.points, groups=groups,
+                generator=generator,
+            )  # fmt: skip
+            bands = {
+                "score": (curve.lower, curve.upper),
+                "quantile": quantile_band(q, y, groups, curve, args.samples, 0.95, generator),
+            }
+        truth = smoothed_truth(curve.grid.numpy(), curve.bandwidth.item(), truth_of)
         for name, (lower, upper) in bands.items():
             lo, up = lower.numpy(), upper.numpy()
             hits[name].append((lo <= truth + 1e-12) & (truth - 1e-12 <= up))
@@ -99,14 +137,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=count, default=100, help="data sets per kind")
     parser.add_argument("--samples", type=at_least_two, default=200, help="bootstrap draws")
     parser.add_argument("--points", type=at_least_two, default=21, help="points t on [0, 1]")
-    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
+    parser.add_argument("--kinds", nargs="+", default=DEFAULT_KINDS, choices=list(KINDS))
     parser.add_argument("--groups", action="store_true", help="resample groups of 10")
+    parser.add_argument(
+        "--two-class", action="store_true", help="items of two classes, read one-vs-rest"
+    )
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     grouped = ", groups of 10" if args.groups else ""
+    counted = "items of two classes (2N one-vs-rest pairs)" if args.two_class else "pairs"
     print(
-        f"N = {args.n}, {args.reps} data sets, {args.samples} draws, 95% bands, "
+        f"N = {args.n} {counted}, {args.reps} data sets, {args.samples} draws, 95% bands, "
         f"{args.points} points{grouped}"
     )
     print("| data | band | t = 0 | t = 1 | inside (mean) | all (mean) | mean width |")
@@ -114,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     for kind in args.kinds:
         start = time.perf_counter()
         found = run(kind, args)
-        for band in ("score", "quantile"):
+        for band in BANDS + ("items",) * args.two_class:
             hits, width = found[f"{band}_hits"], found[f"{band}_width"]
             print(
                 f"| {kind} | {band} | {hits[:, 0].mean():.2f} | {hits[:, -1].mean():.2f} | "

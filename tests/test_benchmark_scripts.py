@@ -256,6 +256,30 @@ def test_coverage_tables_re_render_from_their_saved_results() -> None:
         assert out[out.index(begin) : out.index(end) + len(end)] == block, seed
 
 
+def test_bench_item_bootstrap_times_every_arm_with_the_same_error(monkeypatch, capsys) -> None:
+    """Each size's row has the four arms' times and intervals, the plain loop only up to
+    ``--loop-max``; the script had checked that items and pairs apart keep the error."""
+    argv = ["--sizes", "300", "2000", "--draws", "20", "--repeats", "1", "--loop-max", "300"]
+    _run(monkeypatch, BENCHMARKS / "bench_item_bootstrap.py", *argv)
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    small, large = rows[-2:]
+    assert small.startswith("| 300 |") and "; plain loop [" in small
+    assert large.startswith("| 2,000 |") and "plain loop" not in large and "| – | – |" in large
+    assert all(f"{arm} [" in large for arm in ("items", "pairs apart", "groups"))
+
+
+def test_smooth_band_coverage_scores_two_class_items_three_ways(monkeypatch, capsys) -> None:
+    """``--two-class`` pools a pair and its mirror: each kind gets the pairs' score and
+    quantile bands and the items' (``groups=torch.arange(N)``), coverages in [0, 1]."""
+    argv = ["--two-class", "--kinds", "tempered", "--n", "400", "--reps", "2"]
+    _run(monkeypatch, BENCHMARKS / "smooth_band_coverage.py", *argv, "--samples", "10")
+    out = capsys.readouterr().out
+    assert "items of two classes" in out
+    rows = [line.split("|") for line in out.splitlines() if line.startswith("| tempered |")]
+    assert [row[2].strip() for row in rows] == ["score", "quantile", "items"]
+    assert all(0 <= float(row[k]) <= 1 for row in rows for k in (3, 4, 5, 6))
+
+
 DEGENERATE = [
     ("bench_streaming.py", "--batch", "0"),
     ("bench_streaming.py", "--repeats", "-1"),
@@ -270,6 +294,8 @@ DEGENERATE = [
     ("binning_parts.py", "--threads", "0"),
     ("bench_chain.py", "--batch", "0"),
     ("bench_classwise.py", "--repeats", "0"),
+    ("bench_item_bootstrap.py", "--draws", "0"),
+    ("bench_item_bootstrap.py", "--loop-max", "-1"),
     ("bench_coref.py", "--samples", "0"),
     ("bench_import.py", "--repeats", "0"),
     ("coverage.py", "--reps", "0"),

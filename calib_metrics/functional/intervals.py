@@ -83,6 +83,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import math
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
@@ -1047,11 +1048,29 @@ def item_draws(
     """
     slot = torch.where(cells.cut_pair, n_bins + cells.group_of_pair, index)
     labels = target.view(-1, pairs_per_item).to(slot.dtype)
-    pattern = torch.cat([slot.view(-1, pairs_per_item), labels], 1)
-    cell_of_item, size = torch.unique(pattern, dim=0, return_inverse=True, return_counts=True)[1:]
+    n_slots = n_bins + cells.group_size.numel()
+    cell_of_item, size = _identical_items(slot.view(-1, pairs_per_item), labels, n_slots)
     units = cell_of_item.repeat_interleave(pairs_per_item)
     sums = unit_sum_matrix(probs, target, units, index, n_bins, size.numel(), cells)
     yield from _reweighted_draws(sums, n_samples, generator, probs.device, size.double())
+
+
+def _identical_items(slot: Tensor, labels: Tensor, n_slots: int) -> tuple[Tensor, Tensor]:
+    """Each item's cell id in [0, cells) and each cell's item count: items (rows of
+    ``slot``, their pairs' bins or cut groups in [0, ``n_slots``), beside their 0/1
+    ``labels``) whose slots and labels all agree share a cell, numbered in the
+    lexicographic order of (slots, labels). The row is read as one integer key where it
+    fits in int64: ``torch.unique(dim=0)`` sorts the rows column by column, about 20 times
+    one sort of N keys (2.2 s at 10⁶ items of 2 classes on one CPU core)."""
+    per_item = slot.shape[1]
+    if per_item * (math.log2(max(n_slots, 2)) + 1) >= 62:
+        pattern = torch.cat([slot, labels], 1)
+        return torch.unique(pattern, dim=0, return_inverse=True, return_counts=True)[1:]
+    key = torch.zeros_like(slot[:, 0])
+    for digits, base in ((slot, n_slots), (labels, 2)):
+        for column in digits.unbind(1):
+            key = key * base + column
+    return torch.unique(key, return_inverse=True, return_counts=True)[1:]
 
 
 def compact_units(groups: Tensor) -> tuple[Tensor, int]:

@@ -501,7 +501,10 @@ def smooth_reliability_curve(
     (``python benchmarks/smooth_band_coverage.py``; docs/measures.md). It is a band of
     the curve smoothed at σ, not of the true calibration curve: near 0 and 1, where
     smoothing bends the curve inwards, it need not hold the diagonal even for a
-    calibrated model.
+    calibrated model. Two classes' one-vs-rest pairs, a pair and its mirror, are drawn
+    one by one (unlike ``calibration_error_ci``'s item bootstrap): drawn together
+    (``groups=torch.arange(N)``) they gave the same coverage and width
+    (``--two-class``; docs/measures.md).
 
     Args:
         probs, target, mode: as in :func:`smooth_calibration_error` (``"classwise"``
