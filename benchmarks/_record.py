@@ -16,8 +16,10 @@ import argparse
 import math
 import os
 import shlex
+import statistics
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 
 def command_line(script: str, threads: int | None = None, env: Sequence[str] = ()) -> str:
@@ -47,6 +49,21 @@ def machine_load(load_start: float) -> str:
         f"Machine: {os.cpu_count()} cores; load average (1 minute) {load_start:.2f} at the "
         f"start and {load_average():.2f} at the end."
     )
+
+
+def interleaved_medians(
+    timed: dict[str, Callable[..., object]], inputs: Sequence[object], repeats: int
+) -> dict[str, float]:
+    """Median seconds of each of the ``timed`` calls on ``inputs`` over ``repeats``
+    rounds, the calls interleaved within a round, so that load on a shared machine hits
+    all of them alike (warm them up before)."""
+    times: dict[str, list[float]] = {name: [] for name in timed}
+    for _ in range(repeats):
+        for name, fn in timed.items():
+            start = time.perf_counter()
+            fn(*inputs)
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main(argv: list[str] | None = None) -> None:

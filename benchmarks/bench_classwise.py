@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,7 +40,7 @@ from bench_scale import write_block  # noqa: E402
 
 from benchmarks._args import count  # noqa: E402
 from benchmarks._peers import torch_uncertainty_calibration  # noqa: E402
-from benchmarks._record import load_average, machine_load  # noqa: E402
+from benchmarks._record import interleaved_medians, load_average, machine_load  # noqa: E402
 from calib_metrics.functional import calibration_error  # noqa: E402
 
 SHAPES = [(20, 100), (20, 1000), (20, 5000), (1000, 100), (10000, 100)]
@@ -115,13 +114,7 @@ def medians(probs: torch.Tensor, target: torch.Tensor, timed: dict, repeats: int
     warm-up in :func:`check` and one call each here)."""
     for fn in timed.values():
         fn(probs, target)
-    times: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(repeats):  # in turn, so that load on the machine hits all alike
-        for name, fn in timed.items():
-            start = time.perf_counter()
-            fn(probs, target)
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return interleaved_medians(timed, (probs, target), repeats)
 
 
 def row(n: int, c: int, each: dict[str, float]) -> str:

@@ -29,9 +29,7 @@ the table in docs/bench_items.md.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -44,7 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_scale import write_block  # noqa: E402
 
 from benchmarks._args import count  # noqa: E402
-from benchmarks._record import load_average, machine_load  # noqa: E402
+from benchmarks._record import interleaved_medians, load_average, machine_load  # noqa: E402
 from calib_metrics.functional import calibration_error, calibration_error_ci  # noqa: E402
 
 SIZES = [1_000, 10_000, 100_000, 1_000_000]
@@ -114,17 +112,6 @@ def check(probs: torch.Tensor, class_ids: torch.Tensor, timed: dict) -> dict[str
     return got
 
 
-def medians(probs: torch.Tensor, class_ids: torch.Tensor, timed: dict, repeats: int) -> dict:
-    """Median seconds of each call, the calls interleaved round by round."""
-    times: dict[str, list[float]] = {name: [] for name in timed}
-    for _ in range(repeats):  # in turn, so that load on the machine hits all alike
-        for name, fn in timed.items():
-            start = time.perf_counter()
-            fn(probs, class_ids)
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
 def row(n: int, each: dict[str, float], ends: dict[str, Interval]) -> str:
     loop = "plain loop" in each
     loop_cells = (
@@ -175,7 +162,8 @@ def main() -> None:
             probs, class_ids = two_class_items(n, generator)
             timed = calls(args.draws, n <= args.loop_max)
             ends = check(probs, class_ids, timed)  # also the warm-up
-            lines.append(row(n, medians(probs, class_ids, timed, args.repeats), ends))
+            each = interleaved_medians(timed, (probs, class_ids), args.repeats)
+            lines.append(row(n, each, ends))
             print(lines[-1], flush=True)
     lines += ["", machine_load(load_start)]
     print(lines[-1])
