@@ -24,6 +24,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 EXIT_USAGE = 2
 # A reader that stops early (`| head`) ends the run as SIGPIPE ends a shell tool: 128 + 13.
@@ -101,26 +102,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         help="column (or array) of labels: 0/1, or class ids beside C probabilities "
         "(default: by name)",
     )
-    p.add_argument(
-        "--bin-size",
-        type=_bin_size,
-        default=None,
-        help="adaptive bin size β, or 'auto': ⌈√N⌉ (default: auto; 5000 with --paper)",
-    )
-    p.add_argument(
-        "--binning",
-        choices=["adaptive", "uniform"],
-        default="adaptive",
-        help="equal-mass bins of --bin-size pairs, or --n-bins equal-width bins "
-        "(default: adaptive)",
-    )
-    p.add_argument("--n-bins", type=int, default=None, help="bins of uniform binning (default: 15)")
-    p.add_argument(
-        "--norm",
-        choices=["l2", "l1", "max"],
-        default="l2",
-        help="the bins' gaps as RMS (l2), mean absolute (l1) or worst (max) (default: l2)",
-    )
+    add_estimator_options(p, paper=True)
     p.add_argument("--samples", type=int, default=10000, help="interval draws S (default: 10000)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: 0.95)")
     p.add_argument(
@@ -129,12 +111,6 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         default="normal",
         help=f"the interval's ends. normal: {NORMAL_ENDS}. percentile: the draws' "
         "percentiles (default: normal)",
-    )
-    p.add_argument(
-        "--debias",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="debiased squared gaps (default for l2; --no-debias for the plug-in estimate)",
     )
     p.add_argument(
         "--interval",
@@ -564,8 +540,45 @@ def check_n_bins(n_bins: int) -> None:
         raise ValueError(f"--n-bins must be an integer in [1, {MAX_UNIFORM_BINS}], got {n_bins}")
 
 
-def _settle_options(args: argparse.Namespace) -> None:
-    """Fill the options left unset: the recommended estimator, or the paper's (``--paper``)."""
+def add_estimator_options(p: argparse.ArgumentParser, paper: bool = False) -> None:
+    """The estimator's options, as ``evaluate`` and ``compare`` take them: ``--bin-size``,
+    ``--binning``, ``--n-bins``, ``--norm`` and ``--debias`` (``paper``: the command has
+    ``--paper``, which sets ``--bin-size 5000 --no-debias``); :func:`settle_estimator`
+    fills and checks them."""
+    paper_size = "; 5000 with --paper" if paper else ""
+    p.add_argument(
+        "--bin-size", type=_bin_size, default=None,
+        help=f"adaptive bin size β, or 'auto': ⌈√N⌉ (default: auto{paper_size})",
+    )  # fmt: skip
+    p.add_argument(
+        "--binning", choices=["adaptive", "uniform"], default="adaptive",
+        help="equal-mass bins of --bin-size pairs, or --n-bins equal-width bins "
+        "(default: adaptive)",
+    )  # fmt: skip
+    p.add_argument("--n-bins", type=int, default=None, help="bins of uniform binning (default: 15)")
+    p.add_argument(
+        "--norm", choices=["l2", "l1", "max"], default="l2",
+        help="the bins' gaps as RMS (l2), mean absolute (l1) or worst (max) (default: l2)",
+    )  # fmt: skip
+    p.add_argument(
+        "--debias", action=argparse.BooleanOptionalAction, default=None,
+        help="debiased squared gaps (default for l2; --no-debias for the plug-in estimate)",
+    )  # fmt: skip
+
+
+def settle_estimator(args: argparse.Namespace, paper: bool = False) -> None:
+    """Fill the estimator's options left unset (:func:`add_estimator_options`): the
+    recommended estimator, or with ``paper`` the paper's bins and plug-in; refuse a size
+    option the binning does not read and ``--debias`` beside a norm without it.
+
+    Example:
+        >>> args = argparse.Namespace(binning="uniform", bin_size=50, n_bins=None,
+        ...                           norm="l2", debias=None)
+        >>> settle_estimator(args)
+        Traceback (most recent call last):
+        ...
+        ValueError: --bin-size sizes adaptive bins; --binning uniform takes --n-bins
+    """
     # Each binning reads its own size option; the other's had been ignored without a word.
     if args.binning == "uniform" and args.bin_size is not None:
         raise ValueError("--bin-size sizes adaptive bins; --binning uniform takes --n-bins")
@@ -574,14 +587,39 @@ def _settle_options(args: argparse.Namespace) -> None:
     if args.n_bins is None:
         args.n_bins = 15
     check_n_bins(args.n_bins)
-    if args.bin_size is None:
-        args.bin_size = PAPER_SETTING["bin_size"] if args.paper else "auto"
+    if args.bin_size is None:  # the paper's size is of adaptive bins: uniform ones take none
+        paper_bins = paper and args.binning == "adaptive"
+        args.bin_size = PAPER_SETTING["bin_size"] if paper_bins else "auto"
     if args.debias and args.norm != "l2":
         raise ValueError(f"--debias applies to --norm l2 only (--norm {args.norm} has no debiased "
                          "estimate: it is the plug-in)")  # fmt: skip
     if args.debias is None:
         # The debiased estimate exists for l2 only; l1 and max keep the plug-in.
-        args.debias = not args.paper and args.norm == "l2"
+        args.debias = not paper and args.norm == "l2"
+
+
+def binning_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The settled binning options (:func:`settle_estimator`) as the library's keyword
+    arguments: ``binning``, ``bin_size`` and ``n_bins``."""
+    return {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
+
+
+def estimator_of(args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`binning_of`, with ``norm`` and ``debias``: the estimator's keyword arguments."""
+    return binning_of(args) | {"norm": args.norm, "debias": args.debias}
+
+
+def estimator_summary(args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`estimator_of` as the JSON summary gives it: the size option of the binning
+    not used is None ("auto" under uniform binning had read as used)."""
+    estimator = estimator_of(args)
+    unused = "n_bins" if args.binning == "adaptive" else "bin_size"
+    return estimator | {unused: None}
+
+
+def _settle_options(args: argparse.Namespace) -> None:
+    """Fill the options left unset: the recommended estimator, or the paper's (``--paper``)."""
+    settle_estimator(args, args.paper)
     if args.interval is None:
         # An explicit --groups asks for the group bootstrap, over --paper's interval too.
         if args.groups is not None:
@@ -613,7 +651,7 @@ def _compute(args: argparse.Namespace):
     groups = table.groups
     if groups is not None:  # the group bootstrap: a Poisson weight per group and draw
         announce_long_run(table, args.samples, "group-bootstrap resamples")
-    options = {"bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins}
+    options = binning_of(args)
     generator = torch.Generator().manual_seed(args.seed)
     estimator = cli_report.estimator_options(args)
     sets = pair_sets(probs, target, args.mode, groups) if args.mode == "classwise" else []
@@ -648,14 +686,9 @@ def _summary(args: argparse.Namespace, table, result, brier, class_bins: list) -
         "items": int(table.target.numel()) if multiclass else None,
         "classes": int(table.probs.shape[-1]) if multiclass else None,
         "bins": len(bins.count),
-        "binning": args.binning,
-        # Each binning reads its own size option: "auto" under uniform had read as used.
-        "bin_size": args.bin_size if args.binning == "adaptive" else None,
-        "n_bins": args.n_bins if args.binning == "uniform" else None,
-        "norm": args.norm,
+        **estimator_summary(args),
         "confidence": args.confidence,
         "method": args.method,
-        "debias": args.debias,
         "interval": drawn_interval(args.interval, table.probs, table.target, args.mode),
         "samples": args.samples,
         "groups": None if groups is None else int(groups.unique().numel()),
@@ -790,7 +823,7 @@ def evaluate(args: argparse.Namespace) -> dict:
         args.smooth = args.spiegelhalter = True
     table, result, brier, per_class = _compute(args)
     probs, target, groups = table.probs, table.target, table.groups
-    options = {"binning": args.binning, "bin_size": args.bin_size, "n_bins": args.n_bins}
+    options = binning_of(args)
     bins = estimate_bins(probs, target, args.mode, result, **options)
     warn_if_few_bins(
         bins,
@@ -1125,6 +1158,15 @@ _NAN_IN_COMMAND_TERMS = (
 )
 
 
+#: The library's keyword arguments as the command's options, where a warning advises one.
+_OPTIONS_IN_COMMAND_TERMS = (
+    (re.compile(r"\binterval='(\w+)'"), r"--interval \1"),
+    (re.compile(r"\bbin_size='?(\w+)'?"), r"--bin-size \1"),
+    (re.compile(r"\bn_bins\b"), "--n-bins"),
+    (re.compile(r"\bdebias=False\b"), "--no-debias"),
+)
+
+
 def _in_command_terms(text: str) -> str:
     """A library warning's options as the command's (``interval='pairs'`` is
     ``--interval pairs``), and its NaN results as the command shows them (none).
@@ -1134,10 +1176,14 @@ def _in_command_terms(text: str) -> str:
         '--interval paper: 12 pairs ...; --interval pairs draws'
         >>> _in_command_terms("8 pairs; ..., so its ends are NaN (the error stands)")
         '8 pairs; ..., so there is none (the error stands)'
+        >>> _in_command_terms("use bin_size='auto' or debias=False; lower n_bins (now 9)")
+        'use --bin-size auto or --no-debias; lower --n-bins (now 9)'
     """
     for library, command in _NAN_IN_COMMAND_TERMS:
         text = text.replace(library, command)
-    return re.sub(r"\binterval='(\w+)'", r"--interval \1", text)
+    for keyword, option in _OPTIONS_IN_COMMAND_TERMS:
+        text = keyword.sub(option, text)
+    return text
 
 
 #: matplotlib's missing-glyph warning, one per character and font: 3.7 says "Glyph 21517

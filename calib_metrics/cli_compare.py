@@ -26,9 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calib_metrics.cli import (
+    add_estimator_options,
     add_ignore_index,
     add_plot_smooth,
     announce_long_run,
+    binning_of,
+    estimator_of,
+    estimator_summary,
     mode_note,
     multiclass_input,
     output_path,
@@ -38,8 +42,6 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 DESCRIPTION = "compare two models' calibration on the same items, with a paired interval"
-# The bins of compare_calibration's estimator (adaptive, β = ⌈√N⌉).
-BINNING = {"binning": "adaptive", "bin_size": "auto", "n_bins": 15}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,6 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="multiclass files: pool one-vs-rest pairs, the top label's confidence, or "
         "average the classes' errors (both models resampled together) (default: one_vs_rest)",
     )  # fmt: skip
+    add_estimator_options(p)
     p.add_argument(
         "--html", type=output_path,
         help="write a self-contained HTML report here (both models, the difference, diagrams, "
@@ -304,6 +307,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         check_plot_smooth,
         estimate_bins,
         per_bin_rows,
+        settle_estimator,
         warn_if_few_bins,
     )
     from calib_metrics.functional.comparison import comparison_units, paired_comparison
@@ -317,6 +321,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         p_value_or_none,
     )
 
+    settle_estimator(args)
     check_plot_smooth(args)
     outputs = {"--html": args.html, "--plot": args.plot}
     check_output_paths(outputs, [args.a, args.b], json_output=args.json)
@@ -351,12 +356,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     paired = paired_comparison(
         a.probs, b.probs, a.target, None, groups=a.groups, confidence=args.confidence,
         n_samples=args.samples, generator=torch.Generator().manual_seed(args.seed),
-        mode=args.mode,
+        mode=args.mode, **estimator_of(args),
     )  # fmt: skip
     result, side = paired.result, paired.side
-    bins = [estimate_bins(m.probs, m.target, args.mode, r, **BINNING) for m, r in
+    binning = binning_of(args)
+    bins = [estimate_bins(m.probs, m.target, args.mode, r, **binning) for m, r in
             ((a, result.a), (b, result.b))]  # fmt: skip
-    warn_if_few_bins(bins[0] + bins[1], **BINNING, per_class=args.mode == "classwise")
+    # Bins of one pair are compare_calibration's own warning, which names the paired
+    # interval they narrow: a second one, of each error's bias, had followed it.
+    warn_if_few_bins(bins[0] + bins[1], **binning, per_class=args.mode == "classwise")
     sources = _group_sources(args, a, b)
     summary = {
         "n": a.target.numel(),
@@ -366,6 +374,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "resampled": comparison_units(a.probs, a.target, args.mode, a.groups),
         "groups": None if a.groups is None else int(a.groups.unique().numel()),
         "mode": args.mode,
+        **estimator_summary(args),
         "confidence": args.confidence,
         "a": _model_summary(result.a, sources[0]),
         "b": _model_summary(result.b, sources[1]),
@@ -463,8 +472,8 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
     mode = mode_note(summary["mode"])
     groups = f" in {counted(summary['groups'], 'group')}" if summary["groups"] else ""
     groups += _paired_by(summary["id_columns"])
-    print(f"N = {counted(summary['n'], 'item')}{pairs_note(summary)}{groups}, debiased "
-          f"CalibErr{mode}, bins of ⌈√N⌉, "
+    print(f"N = {counted(summary['n'], 'item')}{pairs_note(summary)}{groups}, "
+          f"{_estimator_words(summary)}{mode}, "
           f"paired bootstrap over {summary['resampled']} ({args.samples} draws, "
           f"{_paired_forms(summary)})")  # fmt: skip
 
@@ -494,6 +503,31 @@ def _print(summary: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"HTML report: {visible_controls(summary['html'])}")
     if "plot" in summary:
         print(f"reliability diagrams: {visible_controls(summary['plot'])}")
+
+
+def _estimator_words(summary: dict[str, Any]) -> str:
+    """The estimator, as the text's first line names it.
+
+    Example:
+        >>> s = {"binning": "adaptive", "bin_size": "auto", "n_bins": 15, "norm": "l2",
+        ...      "debias": True}
+        >>> _estimator_words(s)
+        'debiased CalibErr, bins of ⌈√N⌉'
+        >>> _estimator_words(s | {"bin_size": 50, "debias": False})
+        'plug-in CalibErr, bins of 50'
+        >>> _estimator_words(s | {"binning": "uniform", "n_bins": 1, "norm": "l1"})
+        'CalibErr (l1), 1 equal-width bin'
+    """
+    from calib_metrics.wording import counted
+
+    if summary["norm"] != "l2":
+        error = f"CalibErr ({summary['norm']})"
+    else:
+        error = f"{'debiased' if summary['debias'] else 'plug-in'} CalibErr"
+    if summary["binning"] == "uniform":
+        return f"{error}, {counted(summary['n_bins'], 'equal-width bin')}"
+    size = summary["bin_size"]
+    return f"{error}, bins of {'⌈√N⌉' if size == 'auto' else size}"
 
 
 def _paired_by(columns: list[str] | None) -> str:
@@ -565,7 +599,8 @@ def _plot(args: argparse.Namespace, result, a, b, panels, smooth) -> str:
         title = shared.title(model_title(key, name, FIGURE_NAME_CHARS), index)
         reliability_diagram(
             one, ax, title=title, color=color, confidence=args.confidence, interval=interval,
-            debias=True, smooth=curve, xscale=shared.xscale, logit_range=shared.logit_range,
+            debias=args.debias, norm=args.norm, smooth=curve, xscale=shared.xscale,
+            logit_range=shared.logit_range,
         )  # fmt: skip
     fig.tight_layout()
     save_figure(fig, args.plot, "--plot", dpi=120)
@@ -581,8 +616,8 @@ def _class_panels(args: argparse.Namespace, a, b, paired, summary: dict[str, Any
     from calib_metrics.cli_classwise import class_panels
     from calib_metrics.report import FIGURE_NAME_CHARS, model_title
 
-    estimator = {"n_samples": args.samples, "confidence": args.confidence, "debias": True,
-                 "interval": summary["resampled"], **BINNING}  # fmt: skip
+    estimator = {"n_samples": args.samples, "confidence": args.confidence,
+                 "interval": summary["resampled"], **estimator_of(args)}  # fmt: skip
     models = [(a.probs, a.target), (b.probs, b.target)]
     names = [
         model_title(key, name, FIGURE_NAME_CHARS)

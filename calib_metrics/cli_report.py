@@ -249,10 +249,11 @@ def _group_counts(args: argparse.Namespace, groups: dict[str, Any]) -> dict[str,
 def estimator_options(args: argparse.Namespace) -> dict[str, Any]:
     """``evaluate``'s estimator as :func:`~calib_metrics.functional.calibration_error_ci`'s
     options (all but ``groups``, ``generator`` and ``mode``)."""
-    return {
-        "bin_size": args.bin_size, "binning": args.binning, "n_bins": args.n_bins,
+    from calib_metrics.cli import estimator_of
+
+    return estimator_of(args) | {
         "n_samples": args.samples, "confidence": args.confidence, "method": args.method,
-        "norm": args.norm, "debias": args.debias, "interval": args.interval,
+        "interval": args.interval,
     }  # fmt: skip
 
 
@@ -305,6 +306,7 @@ def compare_per_label(args: argparse.Namespace, a, b, text: list[str] | None):
 
     import numpy as np
 
+    from calib_metrics.cli import estimator_of
     from calib_metrics.functional import compare_calibration_by_label
 
     if text is None:
@@ -316,7 +318,7 @@ def compare_per_label(args: argparse.Namespace, a, b, text: list[str] | None):
             a.probs, b.probs, a.target, torch.from_numpy(ids.astype(np.int64)),
             groups=a.groups, correction=args.correction, alpha=args.alpha,
             confidence=args.confidence, n_samples=args.samples, min_units=args.min_units,
-            generator=torch.Generator().manual_seed(args.seed),
+            generator=torch.Generator().manual_seed(args.seed), **estimator_of(args),
         )  # fmt: skip
     # Each label's own warnings (too few bins) are not the command's; those on the whole
     # correction (too few draws, too small labels) are, in the command's own words.

@@ -95,8 +95,8 @@ bins)"
     else:
         most = n_pairs // MIN_BINS
         fix = f"use {auto} or a {option_name('bin_size', cli)} of at most {most}"
-    # Uniform bins ignore bin_size: name what made them (empty bins are not bins here).
-    # Auto bins are named, not their option: `compare` has no --bin-size to name.
+    # Uniform bins are made by n_bins: name it (empty bins are not bins here).
+    # Auto bins are named, not their option: the default is unset, not --bin-size auto.
     if binning == "uniform":
         setting = option("n_bins", n_bins, cli)
     elif cli and bin_size == "auto":

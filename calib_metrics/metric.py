@@ -217,7 +217,9 @@ class CalibrationError(_StatesKeepTheirDtype):
             paper uses 5000), at most 2**62. Bins of 2 or 3 pairs make the bootstrap
             interval too narrow (about 89% coverage at 95%).
         binning: ``"adaptive"`` (equal mass) or ``"uniform"`` (equal width).
-        n_bins: number of bins of uniform binning (at most 2**20).
+        n_bins: number of bins of uniform binning (at most 2**20). A ``bin_size`` beside
+            ``binning="uniform"``, or an ``n_bins`` other than 15 beside adaptive binning,
+            is refused (ValueError): each binning reads its own size.
         norm: ``"l2"`` (RMS, the paper's), ``"l1"`` or ``"max"``.
         n_samples: draws of the interval (the bootstrap's, or Algorithm 2's), from 2 to
             :data:`~calib_metrics.functional.intervals.MAX_DRAWS` (10⁷);

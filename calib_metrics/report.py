@@ -912,13 +912,18 @@ def pairs_note(summary: Mapping[str, Any]) -> str:
         (' (2400 one-vs-rest pairs, the N of ⌈√N⌉)', '')
         >>> pairs_note({"n": 600, "pairs": 2400, "mode": "classwise"})
         " (2400 one-vs-rest pairs, each class's 600 binned apart)"
+        >>> pairs_note({"n": 600, "pairs": 2400, "bin_size": 50})
+        ' (2400 one-vs-rest pairs, binned together)'
     """
     pairs = summary.get("pairs")
     if pairs is None or pairs == summary["n"]:
         return ""
     if summary.get("mode") == "classwise":  # each class's N items are binned apart
         return f" ({counted(pairs, 'one-vs-rest pair')}, each class's {summary['n']} binned apart)"
-    return f" ({counted(pairs, 'one-vs-rest pair')}, the N of ⌈√N⌉)"
+    counted_pairs = counted(pairs, "one-vs-rest pair")
+    if summary.get("binning", "adaptive") == "uniform" or summary.get("bin_size", "auto") != "auto":
+        return f" ({counted_pairs}, binned together)"
+    return f" ({counted_pairs}, the N of ⌈√N⌉)"
 
 
 def _class_figure(panels: Any) -> str:

@@ -23,3 +23,19 @@ def one_line_error(capsys, *argv) -> str:
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]
+
+
+def two_multiclass_models(folder, n: int):
+    """``a.npz`` (overconfident: temperature 1/3) and ``b.npz`` (calibrated) in ``folder``:
+    [n, 3] probabilities beside the class ids; the tensors (a's, b's, ids) and the paths."""
+    import numpy as np
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    probs = (torch.randn(n, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
+    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
+    sharp = torch.softmax(3 * probs.log(), -1)
+    paths = folder / "a.npz", folder / "b.npz"
+    for path, model in zip(paths, (sharp, probs), strict=True):
+        np.savez(path, probs=model.numpy(), target=target.numpy())
+    return (sharp, probs, target), paths

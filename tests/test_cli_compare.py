@@ -188,17 +188,12 @@ def test_bad_labels_are_one_line_and_exit_2(tagged, capsys, extra, message) -> N
 
 @pytest.mark.parametrize("mode", ["one_vs_rest", "top_label", "classwise"])
 def test_mode_compares_multiclass_files(tmp_path, capsys, mode) -> None:
-    import numpy as np
+    from cli_runs import two_multiclass_models
 
     from calib_metrics.functional import compare_calibration
 
-    g = torch.Generator().manual_seed(0)
-    probs = (torch.randn(800, 3, generator=g, dtype=torch.float64) * 2).softmax(-1)
-    target = torch.multinomial(probs, 1, generator=g).squeeze(1)
-    sharp = torch.softmax(3 * probs.log(), -1)
-    np.savez(tmp_path / "a.npz", probs=sharp.numpy(), target=target.numpy())
-    np.savez(tmp_path / "b.npz", probs=probs.numpy(), target=target.numpy())
-    argv = ["compare", tmp_path / "a.npz", tmp_path / "b.npz", "--mode", mode, "--json"]
+    (sharp, probs, target), paths = two_multiclass_models(tmp_path, 800)
+    argv = ["compare", *paths, "--mode", mode, "--json"]
     assert main([str(a) for a in [*argv, "--samples", "200"]]) == 0
     summary = json.loads(capsys.readouterr().out)
     expected = compare_calibration(

@@ -161,9 +161,10 @@ def test_fewer_than_ten_bins_warns_once_per_metric() -> None:
     enough = CalibrationError()  # auto: 18 bins of 17 pairs
     enough.update(q, y)
     no_warnings(enough.compute)
-    uniform = CalibrationError(binning="uniform", n_bins=5, bin_size=100)
+    uniform = CalibrationError(binning="uniform", n_bins=5)
     uniform.update(q, y)
-    # Uniform bins ignore bin_size: the message had named it ("bin_size=100").
+    # Uniform bins are named by n_bins: the message had named bin_size ("bin_size=100",
+    # which uniform binning now refuses: tests/test_binning_size_options.py).
     with pytest.warns(UserWarning, match=r"only 5 bins from \d+ pairs \(n_bins=5\).*raise n_bins"):
         uniform.compute()
 

@@ -76,7 +76,8 @@ def test_bins_partition_the_pairs(data, bin_size) -> None:
 )
 def test_error_bounds_and_norm_order(data, bin_size, binning, n_bins) -> None:
     q, y = data
-    kw = {"bin_size": bin_size, "binning": binning, "n_bins": n_bins, "debias": False}
+    size = {"bin_size": bin_size} if binning == "adaptive" else {"n_bins": n_bins}
+    kw = {"binning": binning, **size, "debias": False}
     l1 = calibration_error(q, y, norm="l1", **kw).item()
     l2 = calibration_error(q, y, norm="l2", **kw).item()
     worst = calibration_error(q, y, norm="max", **kw).item()

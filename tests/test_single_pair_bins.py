@@ -28,7 +28,7 @@ def _warnings(**options) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "options", [{"bin_size": 1}, {"binning": "uniform", "n_bins": 5000, "bin_size": 1}]
+    "options", [{"bin_size": 1}, {"binning": "uniform", "n_bins": 5000}]
 )
 def test_debiased_bins_of_one_pair_warn_once(options) -> None:
     found = _warnings(**options)

@@ -75,6 +75,8 @@ from calib_metrics.functional.zero_width import warn_if_zero_width
 
 MAX_BIN_SIZE = 2**62
 MAX_UNIFORM_BINS = 2**20
+# The n_bins every entry defaults to; only uniform binning reads it.
+DEFAULT_UNIFORM_BINS = 15
 Binning = Literal["adaptive", "uniform"]
 IntervalMethod = Literal["normal", "percentile"]
 
@@ -114,11 +116,25 @@ def _check_options(norm: str, binning: str, bin_size: int | str, n_bins: int) ->
     # Not check_int: its message names the integers alone, and "auto" is the default.
     check_bin_size(bin_size)
     check_int("n_bins", n_bins)
+    _check_size_matches_binning(binning, bin_size, n_bins)
     # Past these, the ranks (int64) or the uniform edges (memory) cannot be formed.
     if bin_size != AUTO and bin_size > MAX_BIN_SIZE:
         raise ValueError(f"bin_size must be at most 2**62, got {bin_size}")
     if n_bins > MAX_UNIFORM_BINS:
         raise ValueError(f"n_bins must be at most 2**20, got {n_bins}")
+
+
+def _check_size_matches_binning(binning: str, bin_size: int | str, n_bins: int) -> None:
+    # Each binning reads its own size; the other's, set away from its default, had been
+    # ignored without a word (the command line refused it).
+    if binning == "uniform" and bin_size != AUTO:
+        raise ValueError(
+            f"bin_size sizes adaptive bins; binning='uniform' takes n_bins, got bin_size={bin_size}"
+        )
+    if binning == "adaptive" and n_bins != DEFAULT_UNIFORM_BINS:
+        raise ValueError(
+            f"n_bins counts uniform bins; it needs binning='uniform', got n_bins={n_bins}"
+        )
 
 
 def compute_bins(
@@ -236,7 +252,9 @@ def calibration_error(
             β = ⌈√N⌉ (the rule chosen by the coverage study, ``docs/coverage.md``); the
             paper's is 5000.
         binning: ``"adaptive"`` (equal mass, the paper's) or ``"uniform"`` (equal width).
-        n_bins: number of bins of uniform binning.
+        n_bins: number of bins of uniform binning. Each binning reads its own size: a
+            ``bin_size`` beside ``binning="uniform"``, or an ``n_bins`` other than 15
+            beside adaptive binning, is refused (ValueError), not ignored.
         norm: ``"l2"`` (the paper's RMS error), ``"l1"`` (weighted mean absolute gap)
             or ``"max"`` (worst bin).
         debias: subtract each bin's sampling noise from its squared gap (default; l2

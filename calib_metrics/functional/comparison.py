@@ -577,7 +577,7 @@ def _warn_of_single_pair_bins(bins: list[Bins], binning: str, n_bins: int) -> No
 
 def single_pair_warning(who: str, singles: int, total: int, binning: str, n_bins: int) -> str:
     """The warning of :func:`_warn_of_single_pair_bins`, with the fix that ``binning``
-    takes (uniform bins ignore ``bin_size``).
+    takes (uniform bins are sized by ``n_bins``).
 
     Example:
         >>> single_pair_warning("compare_calibration", 7, 199, "uniform", 100)[-42:]
