@@ -27,9 +27,7 @@ def _warnings(**options) -> list[str]:
     return [str(w.message) for w in caught if "hold one pair" in str(w.message)]
 
 
-@pytest.mark.parametrize(
-    "options", [{"bin_size": 1}, {"binning": "uniform", "n_bins": 5000}]
-)
+@pytest.mark.parametrize("options", [{"bin_size": 1}, {"binning": "uniform", "n_bins": 5000}])
 def test_debiased_bins_of_one_pair_warn_once(options) -> None:
     found = _warnings(**options)
     assert len(found) == 1
