@@ -186,13 +186,21 @@ def add_ignore_index(p: argparse.ArgumentParser) -> None:
 
 
 def add_plot_smooth(p: argparse.ArgumentParser) -> None:
-    """``--plot-smooth``, shared by evaluate and compare."""
+    """``--plot-smooth`` and ``--bandwidth``, shared by evaluate and compare."""
     p.add_argument(
         "--plot-smooth",
         action="store_true",
         help="draw the smooth reliability curve (Błasiok & Nakkiran's kernel, its bandwidth) "
         f"with its pointwise bootstrap band ({SMOOTH_DRAWS} draws, over groups with --groups) "
         "on --plot and on the --html page's diagrams",
+    )
+    p.add_argument(
+        "--bandwidth",
+        type=float,
+        default=None,
+        metavar="SIGMA",
+        help="kernel width σ of the smooth ECE and the smooth curve, in [0.0001, 1] "
+        "(default: the smooth ECE's own σ*, Błasiok & Nakkiran's fixed point)",
     )
 
 
@@ -201,11 +209,11 @@ def smooth_curve_for_plot(args: argparse.Namespace, probs, target, groups=None, 
 
     Example:
         >>> import torch
-        >>> args = argparse.Namespace(plot_smooth=True, confidence=0.9, seed=0)
+        >>> args = argparse.Namespace(plot_smooth=True, confidence=0.9, seed=0, bandwidth=0.05)
         >>> q = torch.linspace(0.01, 0.99, 500, dtype=torch.float64)
         >>> curve = smooth_curve_for_plot(args, q, (q > 0.5).double())
-        >>> curve.lower.shape == curve.upper.shape == curve.grid.shape
-        True
+        >>> curve.lower.shape == curve.upper.shape == curve.grid.shape, float(curve.bandwidth)
+        (True, 0.05)
     """
     if not args.plot_smooth:
         return None
@@ -216,16 +224,47 @@ def smooth_curve_for_plot(args: argparse.Namespace, probs, target, groups=None, 
     return smooth_reliability_curve(
         probs, target, n_samples=SMOOTH_DRAWS, confidence=args.confidence, groups=groups,
         generator=torch.Generator().manual_seed(args.seed), mode=mode or "one_vs_rest",
+        bandwidth=args.bandwidth,
     )  # fmt: skip
 
 
+def bandwidth_setting(bandwidth: float | None) -> float | str:
+    """``--bandwidth`` as the JSON and the page's settings give it: ``"auto"`` (the smooth
+    ECE's own σ*), as ``bin_size``'s default reads, where none was given."""
+    return "auto" if bandwidth is None else bandwidth
+
+
 def check_plot_smooth(args: argparse.Namespace) -> None:
-    """``--plot-smooth`` draws on ``--plot`` and the ``--html`` page: refuse it alone."""
+    """``--plot-smooth`` draws on ``--plot`` and the ``--html`` page: refuse it alone; and
+    ``--bandwidth`` in its range, beside a smooth measure it sets.
+
+    Example:
+        >>> args = argparse.Namespace(plot_smooth=False, plot=None, html=None, bandwidth=0.05,
+        ...                           smooth=False)
+        >>> check_plot_smooth(args)
+        Traceback (most recent call last):
+        ...
+        ValueError: --bandwidth sets the smooth ECE's kernel: give --smooth, --plot-smooth or --html
+    """
     if args.plot_smooth and args.plot is None and args.html is None:
         raise ValueError(
             "--plot-smooth draws on the reliability diagram: give --plot FILE.png or "
             "--html FILE.html"
         )
+    if args.bandwidth is None:
+        return
+    from calib_metrics.functional.smooth import _MIN_EXPLICIT_BANDWIDTH as least
+
+    if not least <= args.bandwidth <= 1:  # NaN too
+        raise ValueError(f"--bandwidth must lie in [{least:g}, 1], got {args.bandwidth}")
+    # compare has no --smooth: its page (--html) shows the smooth ECE.
+    if not (getattr(args, "smooth", False) or args.plot_smooth or args.html):
+        options = (
+            "--smooth, --plot-smooth or --html"
+            if hasattr(args, "smooth")
+            else ("--plot-smooth or --html")
+        )
+        raise ValueError(f"--bandwidth sets the smooth ECE's kernel: give {options}")
 
 
 def output_path(text: str, kind: str = "file") -> Path:
@@ -759,11 +798,9 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
     pct = level_text(args.confidence)
     groups = summary["groups"]
     in_groups = "" if groups is None else f" in {groups} group{'s' * (groups != 1)}"
-    n_bins = summary["bins"]
     print(
         f"{visible_controls(str(args.file))}: N = {summary['n']} pair"
-        f"{'s' * (summary['n'] != 1)}{items_note(summary)}{in_groups}, "
-        f"{n_bins} {args.binning} bin{'' if n_bins == 1 else 's'}"
+        f"{'s' * (summary['n'] != 1)}{items_note(summary)}{in_groups}, {bins_text(summary)}"
     )
     drawn = summary["interval"]
     missing = no_interval(result.lower, result.upper, resampled_units(drawn))
@@ -801,6 +838,27 @@ def _print_text(args: argparse.Namespace, summary: dict, result, brier) -> None:
         print(f"reliability diagram: {visible_controls(str(args.plot))}")
     if args.html:
         print(f"HTML report: {visible_controls(str(args.html))}")
+
+
+def bins_text(summary: dict) -> str:
+    """The bins the error was read from: uniform bins say how many of ``--n-bins`` were
+    empty, which hold no pair and are dropped ("11 uniform bins" after ``--n-bins 15`` had
+    read as a miscount). Classwise, the bins are every class's together.
+
+    Example:
+        >>> bins_text({"bins": 11, "binning": "uniform", "n_bins": 15, "mode": "top_label"})
+        '11 uniform bins (of --n-bins 15; 4 empty, dropped)'
+        >>> bins_text({"bins": 1, "binning": "adaptive", "n_bins": None})
+        '1 adaptive bin'
+    """
+    count, binning = summary["bins"], summary["binning"]
+    text = f"{count} {binning} bin{'' if count == 1 else 's'}"
+    asked = summary["n_bins"]
+    if summary.get("mode") == "classwise":
+        return text
+    if binning == "uniform" and count < asked:
+        text += f" (of --n-bins {asked}; {asked - count} empty, dropped)"
+    return text
 
 
 def evaluate(args: argparse.Namespace) -> dict:
@@ -904,7 +962,10 @@ def _extra_measures(probs, target, args: argparse.Namespace, groups=None) -> dic
     if args.smooth:
         from calib_metrics.functional import smooth_calibration_error
 
-        extra["smooth_ece"] = smooth_calibration_error(probs, target, mode=args.mode)
+        extra["smooth_ece"] = smooth_calibration_error(
+            probs, target, mode=args.mode, bandwidth=args.bandwidth
+        )
+        extra["bandwidth"] = bandwidth_setting(args.bandwidth)
     if args.spiegelhalter:
         extra |= spiegelhalter_summary(probs, target, args.mode, groups)
     return extra
@@ -954,7 +1015,8 @@ def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
 def _extra_lines(summary: dict) -> list[str]:
     lines = []
     if "smooth_ece" in summary:
-        lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} (Błasiok & Nakkiran)")
+        sigma = "" if summary["bandwidth"] == "auto" else f"; σ = {summary['bandwidth']:g}"
+        lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} (Błasiok & Nakkiran{sigma})")
     if summary.get("spiegelhalter_note"):
         from calib_metrics.report import not_computed
 

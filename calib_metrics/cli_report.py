@@ -342,9 +342,12 @@ def _in_option_words(text: str) -> str:
     return text.replace("min_units=", "--min-units ")
 
 
-def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str):
-    """The Brier split (bins of ⌈√N⌉), the smooth ECE and Spiegelhalter's test (over the
-    groups, when given) of one model's pairs under ``mode``, as ``evaluate`` gives them."""
+def _measures_of(
+    probs: Tensor, target: Tensor, groups: Tensor | None, mode: str, bandwidth: float | None
+):
+    """The Brier split (bins of ⌈√N⌉), the smooth ECE (at ``bandwidth``; None: its σ*) and
+    Spiegelhalter's test (over the groups, when given) of one model's pairs under ``mode``,
+    as ``evaluate`` gives them."""
     from calib_metrics.cli import _brier_pairs, spiegelhalter_summary
     from calib_metrics.functional import brier_decomposition, smooth_calibration_error
     from calib_metrics.report import Measures, brier_pairs
@@ -352,7 +355,7 @@ def _measures_of(probs: Tensor, target: Tensor, groups: Tensor | None, mode: str
     test = spiegelhalter_summary(probs, target, mode, groups)
     return Measures(
         brier_decomposition(*_brier_pairs(probs, target, mode)),
-        float(smooth_calibration_error(probs, target, mode=mode)),
+        float(smooth_calibration_error(probs, target, mode=mode, bandwidth=bandwidth)),
         _float_or_none(test["spiegelhalter_z"]),
         _float_or_none(test["spiegelhalter_p"]),
         test["spiegelhalter_groups"],
@@ -372,7 +375,9 @@ def models_measures(args: argparse.Namespace, models: tuple) -> tuple:
 
     groups = models[0].groups
     if args.html:
-        return tuple(_measures_of(m.probs, m.target, groups, args.mode) for m in models)
+        return tuple(
+            _measures_of(m.probs, m.target, groups, args.mode, args.bandwidth) for m in models
+        )
     return tuple(
         Measures(
             brier_decomposition(*_brier_pairs(m.probs, m.target, args.mode)),
@@ -446,6 +451,10 @@ def settings_of(args: argparse.Namespace, groups: str | None = None) -> dict[str
     }
     if groups is not None:
         settings["groups"] = groups
+    if "bandwidth" in settings:
+        from calib_metrics.cli import bandwidth_setting
+
+        settings["bandwidth"] = bandwidth_setting(settings["bandwidth"])
     return settings
 
 
