@@ -196,7 +196,7 @@ def add_plot_smooth(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--bandwidth",
-        type=float,
+        type=_bandwidth,
         default=None,
         metavar="SIGMA",
         help="kernel width σ of the smooth ECE and the smooth curve, in [0.0001, 1] "
@@ -333,6 +333,24 @@ def _bin_size(text: str) -> int | str:
             f"expected a positive integer up to 2**62 or 'auto', got {text!r}"
         )
     return value
+
+
+def _bandwidth(text: str) -> float | None:
+    """``--bandwidth``: a number (its range is checked with the other options) or ``auto``
+    (None: the smooth ECE's own σ*), the value ``--json`` gives for the default.
+
+    Example:
+        >>> _bandwidth("auto"), _bandwidth("0.05")
+        (None, 0.05)
+    """
+    if text == "auto":
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number in [0.0001, 1] or 'auto', got {text!r}"
+        ) from None
 
 
 def multiclass_input(probs, target, path, mode: str, kept=None):
@@ -850,14 +868,23 @@ def bins_text(summary: dict) -> str:
         '11 uniform bins (of --n-bins 15; 4 empty, dropped)'
         >>> bins_text({"bins": 1, "binning": "adaptive", "n_bins": None})
         '1 adaptive bin'
+        >>> bins_text({"bins": 5, "binning": "uniform", "n_bins": 15, "mode": "classwise",
+        ...            "classes": 3})
+        '5 uniform bins (of --n-bins 15 per class, 45 in all; 40 empty, dropped)'
     """
     count, binning = summary["bins"], summary["binning"]
     text = f"{count} {binning} bin{'' if count == 1 else 's'}"
-    asked = summary["n_bins"]
-    if summary.get("mode") == "classwise":
+    if binning != "uniform":
         return text
-    if binning == "uniform" and count < asked:
-        text += f" (of --n-bins {asked}; {asked - count} empty, dropped)"
+    asked = summary["n_bins"]
+    if summary.get("mode") == "classwise":  # each class binned apart: its own --n-bins
+        classes = summary["classes"]
+        of = f"--n-bins {asked} per class, {asked * classes} in all"
+        asked *= classes
+    else:
+        of = f"--n-bins {asked}"
+    if count < asked:
+        text += f" (of {of}; {asked - count} empty, dropped)"
     return text
 
 

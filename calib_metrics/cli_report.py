@@ -362,6 +362,7 @@ def _measures_of(
         test.get("spiegelhalter_note"),
         brier_pairs(mode),
         test["spiegelhalter_cluster"],
+        bandwidth,
     )
 
 
@@ -627,6 +628,7 @@ def write_evaluate(args, summary: dict, result, brier, per_label, panels=None, s
         summary.get("spiegelhalter_note"),
         summary.get("brier_pairs"),
         summary["spiegelhalter_cluster"],
+        args.bandwidth,
     )
     _write_page(
         Path(args.html),

@@ -102,7 +102,8 @@ class Measures(NamedTuple):
     where no groups were given); ``spiegelhalter_note`` says why the test was not
     computed (hard 0/1 predictions, ``mode="classwise"``), as the command's text does;
     ``brier_pairs`` says which pairs the Brier split is of where they are not those of
-    CalibErr (``mode="classwise"``: :data:`BRIER_OF_CLASSWISE`).
+    CalibErr (``mode="classwise"``: :data:`BRIER_OF_CLASSWISE`); ``smooth_bandwidth`` is
+    the σ the smooth ECE was given (None: its own σ*), which its row names.
     """
 
     brier: BrierDecomposition
@@ -113,6 +114,7 @@ class Measures(NamedTuple):
     spiegelhalter_note: str | None = None
     brier_pairs: str | None = None
     spiegelhalter_cluster: str | None = None
+    smooth_bandwidth: float | None = None
 
 
 #: The pairs of ``--mode classwise``'s Brier split: one split of every class's pairs (its
@@ -582,7 +584,13 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         rows.append(
             (
                 f"{prefix}smooth_ece",
-                "smooth ECE (Błasiok & Nakkiran)",
+                "smooth ECE (Błasiok & Nakkiran"
+                + (
+                    ""
+                    if measures.smooth_bandwidth is None
+                    else f"; σ = {measures.smooth_bandwidth:g}"
+                )
+                + ")",
                 fixed(measures.smooth_ece),
             )
         )

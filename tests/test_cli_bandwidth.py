@@ -45,6 +45,13 @@ def test_evaluate_gives_the_smooth_ece_at_the_bandwidth(files, capsys) -> None:
     assert auto["smooth_ece"] != got["smooth_ece"]
     code, out, _ = run_cli(capsys, *argv, "--bandwidth", "0.05")
     assert "smooth ECE = " in out and "(Błasiok & Nakkiran; σ = 0.05)" in out
+    page = files["paths"]["a"].parent / "e.html"
+    code, _, _ = run_cli(capsys, *argv, "--bandwidth", "0.05", "--html", page)
+    assert code == 0
+    assert "smooth ECE (Błasiok &amp; Nakkiran; σ = 0.05)</th>" in page.read_text(encoding="utf-8")
+    # "auto", the value --json gives for the default, is taken as the default.
+    code, out, _ = run_cli(capsys, *argv, "--bandwidth", "auto", "--json")
+    assert code == 0 and json.loads(out)["smooth_ece"] == auto["smooth_ece"]
 
 
 def test_the_plotted_curve_takes_the_bandwidth(files, capsys, tmp_path, monkeypatch) -> None:
@@ -76,6 +83,9 @@ def test_the_compare_page_gives_each_models_smooth_ece_at_the_bandwidth(
         want = smooth_calibration_error(files[name], files["y"], bandwidth=0.1)
         assert got[name]["smooth_ece"] == pytest.approx(want.item(), rel=1e-12)
     assert got["settings"]["bandwidth"] == 0.1
+    # The page's smooth ECE row (both models' columns) names the σ, as the text does.
+    page = (tmp_path / "c.html").read_text(encoding="utf-8")
+    assert page.count("smooth ECE (Błasiok &amp; Nakkiran; σ = 0.1)</td>") == 1
 
 
 @pytest.mark.parametrize(
@@ -86,7 +96,7 @@ def test_the_compare_page_gives_each_models_smooth_ece_at_the_bandwidth(
         ("evaluate", ["--smooth", "--bandwidth", "0"], "--bandwidth must lie in [0.0001, 1]"),
         ("evaluate", ["--smooth", "--bandwidth", "2"], "--bandwidth must lie in [0.0001, 1]"),
         ("evaluate", ["--smooth", "--bandwidth", "nan"], "--bandwidth must lie in"),
-        ("evaluate", ["--smooth", "--bandwidth", "wide"], "--bandwidth"),
+        ("evaluate", ["--smooth", "--bandwidth", "wide"], "a number in [0.0001, 1] or 'auto'"),
     ],
 )
 def test_bad_bandwidths_are_one_line_and_exit_2(files, capsys, command, options, message):

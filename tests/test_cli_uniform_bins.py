@@ -26,3 +26,19 @@ def test_empty_uniform_bins_are_said_to_be_dropped(tmp_path, capsys) -> None:
     )
     code, out, _ = run_cli(capsys, "evaluate", path, "--binning", "uniform", "--n-bins", "1")
     assert code == 0 and out.splitlines()[0].endswith(", 1 uniform bin")
+
+
+def test_classwise_counts_each_classes_bins(tmp_path, capsys) -> None:
+    """Classwise, every class is binned apart into its own --n-bins: the note had been
+    missing there, where most class × bin slots can be empty."""
+    from cli_runs import two_multiclass_models
+
+    _, (path, _) = two_multiclass_models(tmp_path, 300)
+    argv = ["evaluate", path, "--mode", "classwise", "--binning", "uniform", "--n-bins", "900"]
+    code, out, _ = run_cli(capsys, *argv, "--samples", "20", "--json")
+    assert code == 0
+    shown = json.loads(out)["bins"]
+    assert shown < 2700
+    code, out, _ = run_cli(capsys, *argv, "--samples", "20")
+    note = f"{shown} uniform bins (of --n-bins 900 per class, 2700 in all; {2700 - shown} empty"
+    assert note in out.splitlines()[0]
