@@ -31,6 +31,10 @@ for what that means at a true error of 0).
 Run ``python benchmarks/coverage.py`` (full grid; ``--quick`` for a smoke run); ``--write`` puts
 the tables into docs/coverage.md, whose published tables pool the eight runs listed there
 (``--from-json FILE ... --write`` re-renders them; ``--write`` alone would replace them).
+``--spiegelhalter`` measures the size of Spiegelhalter's test instead. The paired
+difference of two models (its coverage and the false-positive rate of "no difference")
+has its own study, ``benchmarks/coverage_compare.py`` (docs/coverage.md, "The paired
+difference interval").
 """
 
 from __future__ import annotations
