@@ -258,12 +258,9 @@ def check_plot_smooth(args: argparse.Namespace) -> None:
     if not least <= args.bandwidth <= 1:  # NaN too
         raise ValueError(f"--bandwidth must lie in [{least:g}, 1], got {args.bandwidth}")
     # compare has no --smooth: its page (--html) shows the smooth ECE.
-    if not (getattr(args, "smooth", False) or args.plot_smooth or args.html):
-        options = (
-            "--smooth, --plot-smooth or --html"
-            if hasattr(args, "smooth")
-            else ("--plot-smooth or --html")
-        )
+    has_smooth = hasattr(args, "smooth")
+    if not ((has_smooth and args.smooth) or args.plot_smooth or args.html):
+        options = "--smooth, --plot-smooth or --html" if has_smooth else "--plot-smooth or --html"
         raise ValueError(f"--bandwidth sets the smooth ECE's kernel: give {options}")
 
 
@@ -1042,8 +1039,10 @@ def spiegelhalter_summary(probs, target, mode: str, groups=None) -> dict:
 def _extra_lines(summary: dict) -> list[str]:
     lines = []
     if "smooth_ece" in summary:
-        sigma = "" if summary["bandwidth"] == "auto" else f"; σ = {summary['bandwidth']:g}"
-        lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} (Błasiok & Nakkiran{sigma})")
+        from calib_metrics.report import smooth_ece_source
+
+        source = smooth_ece_source(summary["bandwidth"])
+        lines.append(f"smooth ECE = {summary['smooth_ece'].item():.4f} ({source})")
     if summary.get("spiegelhalter_note"):
         from calib_metrics.report import not_computed
 

@@ -117,6 +117,19 @@ class Measures(NamedTuple):
     smooth_bandwidth: float | None = None
 
 
+def smooth_ece_source(bandwidth: float | str | None) -> str:
+    """Whose smooth ECE, and at which σ where one was given (None or ``"auto"``: its own
+    σ*), as the text and the page name it.
+
+    Example:
+        >>> smooth_ece_source(0.05), smooth_ece_source("auto")
+        ('Błasiok & Nakkiran; σ = 0.05', 'Błasiok & Nakkiran')
+    """
+    if bandwidth is None or bandwidth == "auto":
+        return "Błasiok & Nakkiran"
+    return f"Błasiok & Nakkiran; σ = {bandwidth:g}"
+
+
 #: The pairs of ``--mode classwise``'s Brier split: one split of every class's pairs (its
 #: calibration term had sat under the classwise bins' header, and is no CalibErr²).
 BRIER_OF_CLASSWISE = "pooled one-vs-rest pairs, in bins of their own"
@@ -584,13 +597,7 @@ def _measure_rows(prefix: str, measures: Measures) -> list[tuple[str, str, str]]
         rows.append(
             (
                 f"{prefix}smooth_ece",
-                "smooth ECE (Błasiok & Nakkiran"
-                + (
-                    ""
-                    if measures.smooth_bandwidth is None
-                    else f"; σ = {measures.smooth_bandwidth:g}"
-                )
-                + ")",
+                f"smooth ECE ({smooth_ece_source(measures.smooth_bandwidth)})",
                 fixed(measures.smooth_ece),
             )
         )
